@@ -1,0 +1,1 @@
+"""stagevar's Python side: server lifecycle now, the bench runner later."""
