@@ -9,6 +9,17 @@
 
 #include "stagevar.h"
 
+/* A bucket's midpoint can lie beyond the extreme values recorded in it;
+ * the exact min and max bound every quantile, so report it within them. */
+static uint64_t quantile_within(const sv_stage *s, double q, uint64_t min, uint64_t max)
+{
+    uint64_t v = sv_hist_quantile(&s->hist, q, max);
+
+    if (s->moments.count == 0)
+        return v;
+    return v < min ? min : v > max ? max : v;
+}
+
 void sv_stage_summarize(const sv_stage *s, sv_summary *out)
 {
     const sv_moments *m = &s->moments;
@@ -20,10 +31,10 @@ void sv_stage_summarize(const sv_stage *s, sv_summary *out)
     out->cv2 = sv_moments_cv2(m);
     out->min_ns = m->count ? m->min : 0;
     out->max_ns = max;
-    out->p50_ns = sv_hist_quantile(&s->hist, 0.50, max);
-    out->p90_ns = sv_hist_quantile(&s->hist, 0.90, max);
-    out->p99_ns = sv_hist_quantile(&s->hist, 0.99, max);
-    out->p999_ns = sv_hist_quantile(&s->hist, 0.999, max);
+    out->p50_ns = quantile_within(s, 0.50, out->min_ns, max);
+    out->p90_ns = quantile_within(s, 0.90, out->min_ns, max);
+    out->p99_ns = quantile_within(s, 0.99, out->min_ns, max);
+    out->p999_ns = quantile_within(s, 0.999, out->min_ns, max);
     out->missing = s->missing;
     out->dropped = s->dropped;
 }

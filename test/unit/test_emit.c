@@ -135,3 +135,23 @@ Test(emit, callback_sees_every_field)
     cr_assert_eq(n, 24);
     sv_recorder_free(r);
 }
+
+/* Bucket midpoints can overshoot the recorded extremes (1000 ns lies in
+ * the bucket [1000, 1008)); summaries never report beyond them. */
+Test(emit, quantiles_stay_within_min_and_max)
+{
+    sv_recorder *r = sv_recorder_new(1);
+    sv_summary s;
+
+    sv_record(r, 0, 1000);
+    sv_stage_summarize(&r->stage[0], &s);
+    cr_assert_eq(s.p50_ns, 1000);
+    cr_assert_eq(s.p999_ns, 1000);
+
+    sv_record(r, 0, 1001);
+    sv_record(r, 0, 1006);
+    sv_stage_summarize(&r->stage[0], &s);
+    cr_assert(s.p50_ns >= s.min_ns && s.p50_ns <= s.max_ns, "p50 %llu", (unsigned long long)s.p50_ns);
+    cr_assert(s.p999_ns <= 1006, "p99.9 %llu", (unsigned long long)s.p999_ns);
+    sv_recorder_free(r);
+}
