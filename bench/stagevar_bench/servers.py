@@ -89,11 +89,13 @@ class MemcachedServer:
     binary: Path
     args: Sequence[str] = ()
     port: int = 0
+    wrap: Sequence[str] = ()    # command prefix, e.g. taskset or valgrind
+    start_timeout: float = START_TIMEOUT_S
     proc: subprocess.Popen[bytes] | None = field(default=None, repr=False)
     _log: Path | None = field(default=None, repr=False)
 
     def command(self) -> list[str]:
-        cmd = [str(self.binary), "-l", LOOPBACK, "-p", str(self.port), "-U", "0"]
+        cmd = [*self.wrap, str(self.binary), "-l", LOOPBACK, "-p", str(self.port), "-U", "0"]
         if os.geteuid() == 0:
             cmd += ["-u", "nobody"]   # memcached refuses to run as root without -u
         return cmd + list(self.args)
@@ -105,7 +107,7 @@ class MemcachedServer:
         self.proc = subprocess.Popen(self.command(), stdout=fd, stderr=fd)
         os.close(fd)
         try:
-            wait_for_port(self.port, self.proc, START_TIMEOUT_S)
+            wait_for_port(self.port, self.proc, self.start_timeout)
         except ServerError as e:
             self.stop()
             raise ServerError(f"memcached {' '.join(self.command())}: {e}\n{tail(self._log)}") from None

@@ -1,0 +1,151 @@
+"""What stage tracing costs memcached: instructions per request.
+
+Runs stock memcached, the fork with tracing off and the fork with
+`-o stage_trace` under `valgrind --tool=callgrind`, each answering the same
+fixed request script on loopback, and prints instructions per request and
+the ratios to stock. Instruction counts are repeatable whatever else the
+machine is doing, unlike times on a noisy 2-core box.
+
+Only the worker thread is counted (callgrind's --toggle-collect on
+worker_libevent): the request path, event loop included, and nothing of
+the timer-driven background threads. Each server answers the script twice
+in two runs, N and 2N requests, and the difference cancels start-up and
+shut-down: instructions/request = (I(2N) - I(N)) / N. Counts still differ a
+little from run to run (a one-off event such as a slab page split lands in
+one run or the other), so each side is measured --repeat times and the
+median is reported with the range.
+
+    python -m stagevar_bench.trace_cost [--requests N] [--repeat R]
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+from stagevar_bench.servers import LOOPBACK, MemcachedServer, build_binary
+
+VALGRIND_START_S = 60.0
+
+
+@dataclass(frozen=True)
+class Side:
+    name: str
+    variant: str
+    options: tuple[str, ...]
+
+
+SIDES = (
+    Side("stock", "stock", ()),
+    Side("fork, tracing off", "fork", ()),
+    Side("fork, -o stage_trace", "fork", ("-o", "stage_trace")),
+)
+
+
+def request_script(port: int, requests: int) -> None:
+    """`requests` requests, one at a time: alternately a set and a get of it."""
+    with socket.create_connection((LOOPBACK, port), timeout=60) as s:
+        for i in range(requests // 2):
+            key = b"key%d" % (i % 1000)
+            s.sendall(b"set %s 0 0 32\r\n%s\r\n" % (key, b"v" * 32))
+            expect(s, b"STORED\r\n")
+            s.sendall(b"get %s\r\n" % key)
+            expect(s, b"END\r\n")
+
+
+def expect(s: socket.socket, end: bytes) -> None:
+    reply = b""
+    while not reply.endswith(end):
+        chunk = s.recv(4096)
+        if not chunk:
+            raise RuntimeError(f"server closed the connection after {reply!r}")
+        reply += chunk
+
+
+def worker_instructions(side: Side, requests: int) -> int:
+    """Instructions the worker thread ran for `requests` requests plus start and stop."""
+    with tempfile.TemporaryDirectory(prefix="stagevar-callgrind-") as tmp:
+        out = Path(tmp) / "callgrind.out"
+        valgrind = ["valgrind", "--tool=callgrind", f"--callgrind-out-file={out}",
+                    "--toggle-collect=worker_libevent"]
+        server = MemcachedServer(build_binary(side.variant, "memcached"),
+                                 args=["-t", "1", "-c", str(valgrind_fd_limit()),
+                                       *same_user(), *side.options],
+                                 wrap=valgrind, start_timeout=VALGRIND_START_S)
+        with server:
+            request_script(server.port, requests)
+        return callgrind_total(out)
+
+
+def same_user() -> list[str]:
+    """callgrind writes its profile at exit, as the user memcached runs as
+    by then: keep it the user that created the file."""
+    return ["-u", "root"] if os.geteuid() == 0 else []
+
+
+def valgrind_fd_limit() -> int:
+    """The open-files limit a program sees under valgrind, which keeps some
+    descriptors for itself and refuses any other hard limit: memcached sets
+    both limits to its maxconns (-c) and must ask for exactly this."""
+    out = subprocess.run(["valgrind", "-q", "sh", "-c", "ulimit -Hn"],
+                         capture_output=True, text=True, check=True).stdout
+    return int(out.split()[-1])
+
+
+def callgrind_total(path: Path) -> int:
+    match = re.search(r"^(?:summary|totals):\s+(\d+)", path.read_text(), re.MULTILINE)
+    if not match:
+        raise RuntimeError(f"no instruction total in {path}")
+    return int(match.group(1))
+
+
+def per_request(side: Side, requests: int) -> float:
+    return (worker_instructions(side, 2 * requests) - worker_instructions(side, requests)) / requests
+
+
+def median(values: list[float]) -> float:
+    ordered = sorted(values)
+    mid = len(ordered) // 2
+    return ordered[mid] if len(ordered) % 2 else (ordered[mid - 1] + ordered[mid]) / 2
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--requests", type=int, default=4000,
+                        help="requests in the shorter run (default: 4000)")
+    parser.add_argument("--repeat", type=int, default=5,
+                        help="measurements per side; the median is reported (default: 5)")
+    args = parser.parse_args(argv)
+    if args.repeat < 1:
+        parser.error(f"--repeat must be at least 1, not {args.repeat}")
+    if args.requests < 100 or args.requests % 2:
+        parser.error(f"--requests must be an even number >= 100, not {args.requests}")
+    if shutil.which("valgrind") is None:
+        parser.error("valgrind is not installed (Debian: apt-get install valgrind)")
+    for side in SIDES:
+        if not build_binary(side.variant, "memcached").exists():
+            parser.error(f"{build_binary(side.variant, 'memcached')} is not built (run make)")
+
+    print(f"memcached instructions per request (callgrind, worker thread, "
+          f"{args.requests} vs {2 * args.requests} requests, median of {args.repeat})")
+    runs: dict[str, list[float]] = {side.name: [] for side in SIDES}
+    for _ in range(args.repeat):
+        for side in SIDES:
+            runs[side.name].append(per_request(side, args.requests))
+    stock = median(runs["stock"])
+    for name, values in runs.items():
+        ir = median(values)
+        print(f"  {name:<22} {ir:8.1f}  [{min(values):.1f} .. {max(values):.1f}]"
+              f"   ratio to stock {ir / stock:.4f} ({100 * (ir / stock - 1):+.2f}%)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
