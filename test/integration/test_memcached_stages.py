@@ -1,0 +1,273 @@
+"""The fork's per-stage tracing (-o stage_trace, `stats stages`), driven by
+real clients against the built server on loopback."""
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import struct
+import subprocess
+import time
+from typing import Iterator
+
+import pytest
+from pymemcache.client.base import Client
+
+from conftest import binary_or_skip
+from stagevar_bench.servers import LOOPBACK, MemcachedServer
+
+REQUEST_STAGES = ("kernel_to_read", "read_to_parse", "parse_to_response",
+                  "response_to_send", "server_total")
+PARTS = REQUEST_STAGES[:4]
+
+
+def start(*options: str) -> MemcachedServer:
+    return MemcachedServer(binary_or_skip("fork", "memcached"), args=list(options)).start()
+
+
+@pytest.fixture
+def traced() -> Iterator[MemcachedServer]:
+    server = start("-o", "stage_trace")
+    yield server
+    server.stop()
+
+
+def client(server: MemcachedServer) -> Client:
+    return Client((LOOPBACK, server.port), connect_timeout=5, timeout=5, default_noreply=False)
+
+
+def ask(server: MemcachedServer, command: bytes, end: bytes = b"END\r\n") -> bytes:
+    """One command on a fresh connection; the reply up to `end`."""
+    with socket.create_connection((LOOPBACK, server.port), timeout=5) as s:
+        s.sendall(command)
+        reply = b""
+        while not reply.endswith(end):
+            chunk = s.recv(65536)
+            assert chunk, f"connection closed after {reply!r}"
+            reply += chunk
+        return reply
+
+
+def stages(server: MemcachedServer) -> dict[str, str]:
+    """`stats stages` as {name: value}."""
+    lines = ask(server, b"stats stages\r\n").decode().splitlines()
+    assert lines[-1] == "END"
+    stats = {}
+    for line in lines[:-1]:
+        tag, name, value = line.split(" ", 2)
+        assert tag == "STAT", line
+        stats[name] = value
+    return stats
+
+
+def reset(server: MemcachedServer) -> None:
+    """`stats reset`. Its own response is sent after the reset, so it is the
+    first request the recorders count afterwards."""
+    assert ask(server, b"stats reset\r\n", b"RESET\r\n") == b"RESET\r\n"
+
+
+def num(stats: dict[str, str], key: str) -> float:
+    return float(stats[key])
+
+
+def test_every_request_is_counted_in_every_stage(traced: MemcachedServer) -> None:
+    c = client(traced)
+    c.set("k", b"v")
+    reset(traced)
+    k = 300
+    for i in range(k // 3):
+        c.set(f"key{i}", b"x" * i)
+        assert c.get(f"key{i}") == b"x" * i
+        c.get_many([f"key{i}", "k", "absent"])
+    stats = stages(traced)
+    assert stats["stage_trace"] == "on" and stats["stage_trace_kernel"] == "on"
+    for stage in REQUEST_STAGES:
+        counted = num(stats, f"{stage}:count") + num(stats, f"{stage}:missing")
+        assert counted == k + 1, f"{stage}: {counted} requests, sent {k} after the reset"
+        assert num(stats, f"{stage}:dropped") == 0
+    # Loopback stamps every packet: no request lacks a kernel timestamp.
+    assert num(stats, "kernel_to_read:missing") == 0
+    assert num(stats, "server_total:missing") == 0
+
+
+def test_stages_add_up_to_the_server_total(traced: MemcachedServer) -> None:
+    c = client(traced)
+    c.set("k", b"value")
+    reset(traced)
+    for _ in range(500):
+        assert c.get("k") == b"value"
+    stats = stages(traced)
+    counts = {num(stats, f"{stage}:count") for stage in REQUEST_STAGES}
+    assert counts == {501}, "every span of every request was recorded"
+    parts = sum(num(stats, f"{stage}:mean_ns") for stage in PARTS)
+    total = num(stats, "server_total:mean_ns")
+    # Means are printed to 0.1 ns; per request the parts sum exactly to the total.
+    assert parts == pytest.approx(total, abs=1.0), f"parts {parts} ns vs total {total} ns"
+    for stage in REQUEST_STAGES:
+        assert num(stats, f"{stage}:min_ns") <= num(stats, f"{stage}:p50_ns") \
+            <= num(stats, f"{stage}:p99_ns") <= num(stats, f"{stage}:max_ns")
+
+
+def test_a_pipelined_batch_is_one_batch(traced: MemcachedServer) -> None:
+    batch = 50
+    commands = b"".join(b"get key%d\r\n" % i for i in range(batch))
+    reset(traced)
+    with socket.create_connection((LOOPBACK, traced.port), timeout=5) as s:
+        s.sendall(commands)   # one write, one segment on loopback
+        reply = b""
+        while reply.count(b"END\r\n") < batch:
+            chunk = s.recv(65536)
+            assert chunk
+            reply += chunk
+    stats = stages(traced)
+    assert num(stats, "batch_size:max") >= batch
+    assert num(stats, "batch_size:min") >= 1
+    assert num(stats, "read_to_parse:count") == batch + 1
+    # The later requests of the batch waited behind the earlier ones.
+    assert num(stats, "read_to_parse:max_ns") > num(stats, "read_to_parse:min_ns")
+
+
+def binary_get(key: bytes, opaque: int) -> bytes:
+    """A binary-protocol GET request."""
+    return struct.pack(">BBHBBHIIQ", 0x80, 0x00, len(key), 0, 0, 0, len(key), opaque, 0) + key
+
+
+def test_binary_protocol_requests_are_traced(traced: MemcachedServer) -> None:
+    k = 40
+    reset(traced)
+    with socket.create_connection((LOOPBACK, traced.port), timeout=5) as s:
+        for i in range(k):
+            s.sendall(binary_get(b"nokey", i))
+            header = b""
+            while len(header) < 24:
+                header += s.recv(24 - len(header))
+            magic, _op, _kl, _el, _dt, status, body, opaque, _cas = struct.unpack(">BBHBBHIIQ", header)
+            assert (magic, status, opaque) == (0x81, 1, i), "not found, for request i"
+            while body:
+                body -= len(s.recv(body))
+    stats = stages(traced)
+    assert num(stats, "parse_to_response:count") == k + 1
+    assert num(stats, "server_total:count") == k + 1
+
+
+def test_noreply_requests_count_as_missing_responses(traced: MemcachedServer) -> None:
+    reset(traced)
+    with socket.create_connection((LOOPBACK, traced.port), timeout=5) as s:
+        s.sendall(b"set q 0 0 1 noreply\r\nx\r\nget q\r\n")
+        reply = b""
+        while not reply.endswith(b"END\r\n"):
+            reply += s.recv(4096)
+        assert reply == b"VALUE q 0 1\r\nx\r\nEND\r\n"
+    stats = stages(traced)
+    assert num(stats, "read_to_parse:count") == 3
+    assert num(stats, "parse_to_response:count") == 2
+    assert num(stats, "parse_to_response:missing") == 1
+
+
+def sd(stats: dict[str, str], stage: str) -> float:
+    return num(stats, f"{stage}:stddev_ns")
+
+
+def paced_gets(server: MemcachedServer, n: int, stall_every: int = 0, stall_s: float = 0.02) -> None:
+    """n gets, one at a time. With stall_every, every stall_every-th request
+    is sent while the server is stopped (SIGSTOP) and the server resumes
+    stall_s later. The server is stopped only between a response and the
+    next request, never between parsing and sending a response."""
+    pid = server.proc.pid if server.proc else 0
+    c = client(server)
+    c.set("k", b"v")
+    for i in range(1, n + 1):
+        stall = stall_every and i % stall_every == 0
+        if stall:
+            os.kill(pid, signal.SIGSTOP)
+        try:
+            c._connect()
+            c.sock.sendall(b"get k\r\n")
+            if stall:
+                time.sleep(stall_s)
+        finally:
+            if stall:
+                os.kill(pid, signal.SIGCONT)
+        reply = b""
+        while not reply.endswith(b"END\r\n"):
+            reply += c.sock.recv(4096)
+        time.sleep(0.0005)
+
+
+def test_a_stalled_server_shows_in_kernel_to_read_only(traced: MemcachedServer) -> None:
+    reset(traced)
+    paced_gets(traced, 200)
+    calm = stages(traced)
+    reset(traced)
+    paced_gets(traced, 200, stall_every=20)
+    stalled = stages(traced)
+    # Ten of 200 requests waited ~20 ms in the socket: a standard deviation
+    # of ~4 ms in the wake-up stage, while the work after parsing is untouched.
+    assert sd(calm, "kernel_to_read") < 1e6
+    assert sd(stalled, "kernel_to_read") > 2e6
+    assert num(stalled, "kernel_to_read:max_ns") > 15e6
+    assert sd(stalled, "parse_to_response") < 1e6
+    assert num(stalled, "parse_to_response:max_ns") < 5e6
+    assert sd(stalled, "kernel_to_read") > 20 * sd(stalled, "parse_to_response")
+
+
+def test_without_kernel_timestamps_the_kernel_stages_are_missing() -> None:
+    server = start("-o", "stage_trace,stage_trace_kernel=0")
+    try:
+        reset(server)
+        c = client(server)
+        for _ in range(20):
+            c.get("absent")
+        stats = stages(server)
+        assert stats["stage_trace_kernel"] == "off"
+        for stage in ("kernel_to_read", "response_to_send", "server_total"):
+            assert num(stats, f"{stage}:count") == 0
+            assert num(stats, f"{stage}:missing") == 21
+        assert num(stats, "parse_to_response:count") == 21
+    finally:
+        server.stop()
+
+
+def test_tracing_off_says_so() -> None:
+    server = start()
+    try:
+        assert ask(server, b"stats stages\r\n") == b"STAT stage_trace off\r\nEND\r\n"
+        settings = ask(server, b"stats settings\r\n").decode()
+        assert "STAT stage_trace no\r\n" in settings
+    finally:
+        server.stop()
+
+
+def test_settings_show_the_options(traced: MemcachedServer) -> None:
+    settings = ask(traced, b"stats settings\r\n").decode()
+    assert "STAT stage_trace yes\r\n" in settings
+    assert "STAT stage_trace_kernel yes\r\n" in settings
+
+
+def test_reset_clears_every_worker() -> None:
+    server = start("-t", "4", "-o", "stage_trace")
+    try:
+        clients = [client(server) for _ in range(8)]   # spread over the workers
+        for c in clients:
+            c.get("absent")
+        reset(server)
+        stats = stages(server)
+        assert num(stats, "parse_to_response:count") == 1, "only the reset itself"
+    finally:
+        server.stop()
+
+
+@pytest.mark.parametrize("option, message", [
+    ("stage_trace=maybe", "stage_trace: 'maybe' is not 0 or 1"),
+    ("stage_trace=2", "stage_trace: '2' is not 0 or 1"),
+    ("stage_trace_kernel=maybe", "stage_trace_kernel: 'maybe' is not 0 or 1"),
+    ("stage_trace_kernel=", "stage_trace_kernel: '' is not 0 or 1"),
+    ("stage_trace_kernel", "stage_trace_kernel: '' is not 0 or 1"),
+])
+def test_bad_option_values_are_refused(option: str, message: str) -> None:
+    binary = binary_or_skip("fork", "memcached")
+    user = ["-u", "nobody"] if os.geteuid() == 0 else []
+    result = subprocess.run([str(binary), *user, "-p", "0", "-U", "0", "-o", option],
+                            capture_output=True, text=True, timeout=10)
+    assert result.returncode != 0
+    assert message in result.stderr + result.stdout
