@@ -49,7 +49,9 @@ def ask(server: MemcachedServer, command: bytes, end: bytes = b"END\r\n") -> byt
 
 
 def stages(server: MemcachedServer) -> dict[str, str]:
-    """`stats stages` as {name: value}."""
+    """`stats stages` as {name: value}, once the replies the client has seen
+    are recorded (see reset)."""
+    time.sleep(0.05)
     lines = ask(server, b"stats stages\r\n").decode().splitlines()
     assert lines[-1] == "END"
     stats = {}
@@ -62,7 +64,12 @@ def stages(server: MemcachedServer) -> dict[str, str]:
 
 def reset(server: MemcachedServer) -> None:
     """`stats reset`. Its own response is sent after the reset, so it is the
-    first request the recorders count afterwards."""
+    first request the recorders count afterwards.
+
+    A worker records a request just after its reply went out, so a client
+    can see the reply a moment before it is counted; waiting a little first
+    keeps an earlier request on another worker out of the new counts."""
+    time.sleep(0.05)
     assert ask(server, b"stats reset\r\n", b"RESET\r\n") == b"RESET\r\n"
 
 
@@ -125,6 +132,20 @@ def test_a_pipelined_batch_is_one_batch(traced: MemcachedServer) -> None:
     assert num(stats, "read_to_parse:count") == batch + 1
     # The later requests of the batch waited behind the earlier ones.
     assert num(stats, "read_to_parse:max_ns") > num(stats, "read_to_parse:min_ns")
+
+
+def test_a_closing_connection_ends_its_batch(traced: MemcachedServer) -> None:
+    reset(traced)
+    for _ in range(10):
+        with socket.create_connection((LOOPBACK, traced.port), timeout=5) as s:
+            s.sendall(b"get a\r\nget b\r\nquit\r\n")
+            while s.recv(4096):
+                pass
+    stats = stages(traced)
+    assert num(stats, "batch_size:count") == 11, "ten connections and the reset's"
+    assert num(stats, "batch_size:max") == 3
+    for stage in REQUEST_STAGES:
+        assert num(stats, f"{stage}:count") + num(stats, f"{stage}:missing") == 31, stage
 
 
 def binary_get(key: bytes, opaque: int) -> bytes:
