@@ -16,7 +16,7 @@ from typing import Callable, Iterator
 
 import pytest
 
-from conftest import binary_or_skip
+from conftest import binary_or_skip, httpd_config_test
 from stagevar_bench.servers import LOOPBACK, HttpdServer, wait_for_port
 
 ALLOWED = sorted(os.sched_getaffinity(0))
@@ -285,17 +285,9 @@ BAD_DIRECTIVES = [
                               for d, _ in BAD_DIRECTIVES])
 def test_bad_directive_is_a_config_error_naming_line_and_value(
         fork_httpd: Path, directive: str, message: str) -> None:
-    server = HttpdServer(fork_httpd, extra_conf=directive)
-    try:
-        conf = server.write_conf()
-        offending = next(l for l in directive.splitlines() if l.startswith("Process"))
-        line = conf.read_text().splitlines().index(offending) + 1
-        proc = subprocess.run([str(fork_httpd), "-t", "-f", str(conf)],
-                              capture_output=True, text=True, timeout=20)
-    finally:
-        server.stop()
+    proc, where = httpd_config_test(fork_httpd, directive, "Process")
     assert proc.returncode != 0, proc.stderr
-    assert f"line {line} of {conf}" in proc.stderr, proc.stderr
+    assert where in proc.stderr, proc.stderr
     assert message in proc.stderr, proc.stderr
 
 
