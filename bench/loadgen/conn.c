@@ -250,16 +250,14 @@ static int consume_replies(lg_conn *c, uint64_t now)
     return 0;
 }
 
-static void on_read(evutil_socket_t fd, short what, void *arg)
+static void read_replies(lg_conn *c)
 {
-    lg_conn *c = arg;
     ssize_t n;
     uint64_t now;
 
-    (void)what;
     if (lg_buf_reserve(&c->in, READ_CHUNK) < 0)
         return;
-    n = recv(fd, lg_buf_tail(&c->in), c->in.cap - c->in.end, MSG_DONTWAIT);
+    n = recv(c->fd, lg_buf_tail(&c->in), c->in.cap - c->in.end, MSG_DONTWAIT);
     now = sv_clock_monotonic_ns();
     if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR))
         return;
@@ -276,6 +274,17 @@ static void on_read(evutil_socket_t fd, short what, void *arg)
         lg_conn_flush(c);
 }
 
+static void on_read(evutil_socket_t fd, short what, void *arg)
+{
+    lg_conn *c = arg;
+    uint64_t start = sv_clock_monotonic_ns();
+    struct lg_thread *t = c->t;
+
+    (void)fd, (void)what;
+    read_replies(c);
+    lg_thread_busy(t, start);
+}
+
 /* ---- connecting -------------------------------------------------------- */
 
 static void on_writable(evutil_socket_t fd, short what, void *arg)
@@ -288,6 +297,7 @@ static void on_writable(evutil_socket_t fd, short what, void *arg)
     (void)what;
     if (c->state == LG_CONN_UP) {
         lg_conn_flush(c);
+        lg_thread_busy(c->t, now);
         return;
     }
     if (getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &len) < 0 || err != 0) {

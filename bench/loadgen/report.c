@@ -29,6 +29,11 @@ double lg_result_offered(const lg_result *r)
     return r->o->rate;
 }
 
+double lg_result_busy(const lg_result *r)
+{
+    return r->window_ns > 0 ? (double)r->total.busy_ns / r->window_ns / r->nthreads : 0;
+}
+
 double lg_result_achieved(const lg_result *r)
 {
     return r->window_ns > 0 ? (double)r->total.c.completed / (r->window_ns / 1e9) : 0;
@@ -143,8 +148,10 @@ void lg_report_text(FILE *out, const lg_result *r)
                 r->window_ns > 0 ? (double)r->total.c.conns_opened / (r->window_ns / 1e9) : 0,
                 quantile(stage(r, LG_CONNECT), 0.5) / 1e3);
     text_clients(out, r);
-    fprintf(out, "  client CPU             %.2f cores during measurement (user %.2f s, sys %.2f s)\n",
-            r->window_ns > 0 ? cpu / (r->window_ns / 1e9) : 0, r->total.cpu_user_s, r->total.cpu_sys_s);
+    fprintf(out, "  client CPU             %.2f cores during measurement (user %.2f s, sys %.2f s), "
+            "loop busy %.1f%% (the rest waits or spins)\n",
+            r->window_ns > 0 ? cpu / (r->window_ns / 1e9) : 0, r->total.cpu_user_s, r->total.cpu_sys_s,
+            100 * lg_result_busy(r));
 }
 
 /* ---- JSON -------------------------------------------------------------- */
@@ -328,8 +335,8 @@ static void json_cpu(FILE *f, const lg_result *r)
     unsigned t;
 
     fprintf(f, "\"cpu\":{\"measurement_user_s\":%.6f,\"measurement_sys_s\":%.6f,\"utilisation_cores\":%.4f,"
-            "\"process_user_s\":%.6f,\"process_sys_s\":%.6f,\"threads\":[",
-            r->total.cpu_user_s, r->total.cpu_sys_s, w > 0 ? cpu / w : 0, pu, ps);
+            "\"busy_fraction\":%.4f,\"process_user_s\":%.6f,\"process_sys_s\":%.6f,\"threads\":[",
+            r->total.cpu_user_s, r->total.cpu_sys_s, w > 0 ? cpu / w : 0, lg_result_busy(r), pu, ps);
     for (t = 0; t < r->nthreads; t++)
         fprintf(f, "%s{\"user_s\":%.6f,\"sys_s\":%.6f}", t ? "," : "", r->threads[t].st.cpu_user_s,
                 r->threads[t].st.cpu_sys_s);

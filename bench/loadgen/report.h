@@ -37,6 +37,10 @@ typedef struct {
 
 void lg_client_view_compute(const lg_result *r, lg_client_view *v);
 double lg_result_achieved(const lg_result *r);
+/* Fraction of the measurement each thread spent working (sending,
+ * reading, parsing) rather than waiting for the next send: a rate that
+ * keeps it at b would, extrapolated, saturate the thread at rate / b. */
+double lg_result_busy(const lg_result *r);
 double lg_result_offered(const lg_result *r);
 void lg_report_text(FILE *out, const lg_result *r);
 int lg_report_json(const char *path, const lg_result *r, char *err);

@@ -64,6 +64,7 @@ int lg_stats_merge(lg_stats *into, const lg_stats *from)
     lg_counters_add(&into->c, &from->c);
     into->cpu_user_s += from->cpu_user_s;
     into->cpu_sys_s += from->cpu_sys_s;
+    into->busy_ns += from->busy_ns;
     for (i = from->nsec; i-- > 0;) {
         const lg_second *f = &from->sec[i];
         lg_second *t;

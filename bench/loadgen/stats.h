@@ -51,6 +51,7 @@ typedef struct {
     lg_second *sec;
     size_t nsec;
     double cpu_user_s, cpu_sys_s;   /* during measurement */
+    uint64_t busy_ns;               /* loop time spent working, not waiting */
 } lg_stats;
 
 /* Per client (connection slot): its own view of scheduled latency. */

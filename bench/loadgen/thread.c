@@ -167,6 +167,12 @@ void lg_thread_dropped(lg_thread *t, const lg_req *req, int sent)
         t->st.c.lost++;
 }
 
+void lg_thread_busy(lg_thread *t, uint64_t start)
+{
+    if (t->measuring)
+        t->st.busy_ns += sv_clock_monotonic_ns() - start;
+}
+
 void lg_thread_unexpected(lg_thread *t)
 {
     t->st.c.unexpected++;
@@ -472,6 +478,7 @@ static int run_loop(lg_thread *t)
             return -1;
         batch_tick(t, now);
         retry_down(t, now);
+        lg_thread_busy(t, now);
         if (!t->generating && (t->pending == 0 || now >= t->deadline))
             return 0;
         wait_until(t, next_wake(t));

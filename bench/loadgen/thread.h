@@ -68,6 +68,9 @@ void lg_thread_reply(lg_thread *t, lg_conn *c, const lg_req *req, uint64_t now,
  * (`sent`), or still queued when the run ended. */
 void lg_thread_dropped(lg_thread *t, const lg_req *req, int sent);
 void lg_thread_unexpected(lg_thread *t);
+/* Work (not waiting) that began at `start` ends now: counted while
+ * measuring, it says how close the thread is to its capacity. */
+void lg_thread_busy(lg_thread *t, uint64_t start);
 void lg_thread_connected(lg_thread *t, lg_conn *c, uint64_t now);
 void lg_thread_conn_down(lg_thread *t, lg_conn *c, uint64_t now, int connect_failed);
 
