@@ -27,6 +27,7 @@ typedef struct {
     uint64_t scheduled;     /* measured requests the schedule produced */
     uint64_t sent;          /* ... of them written to a socket */
     uint64_t completed;     /* ... answered (ok + errors) */
+    uint64_t in_window;     /* ... answered before the measurement ended */
     uint64_t ok, errors;    /* well-formed success / failure replies */
     uint64_t unexpected;    /* replies that did not fit their request */
     uint64_t lost;          /* sent, then the connection dropped */

@@ -11,6 +11,8 @@
 #include <string.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
+#include <sys/timerfd.h>
+#include <unistd.h>
 
 #include <event2/event.h>
 
@@ -27,8 +29,24 @@
 
 static void on_wake(evutil_socket_t fd, short what, void *arg)
 {
-    /* Only here to end a blocking wait: the loop does the work. */
-    (void)fd, (void)what, (void)arg;
+    uint64_t expirations;
+
+    /* Only here to end a blocking wait (the loop does the work); reading
+     * the count re-arms the timerfd's readability. */
+    (void)what, (void)arg;
+    if (read(fd, &expirations, sizeof(expirations)) < 0)
+        return;
+}
+
+/* Our own timerfd, armed at an absolute CLOCK_MONOTONIC time (the clock
+ * the schedule uses) only before a blocking wait. libevent's precise
+ * timers would instead re-arm a timerfd, one more syscall, on every
+ * non-blocking poll of the spin phase. */
+static void arm_wake(lg_thread *t, uint64_t at_ns)
+{
+    struct itimerspec its = { { 0, 0 }, { (time_t)(at_ns / 1000000000ULL), (long)(at_ns % 1000000000ULL) } };
+
+    timerfd_settime(t->tfd, TFD_TIMER_ABSTIME, &its, NULL);
 }
 
 static struct event_base *new_base(void)
@@ -38,10 +56,8 @@ static struct event_base *new_base(void)
 
     if (!cfg)
         return NULL;
-    /* One thread per base, and timers with microsecond precision
-     * (timerfd) rather than epoll's milliseconds. */
+    /* One thread per base; no libevent timers (see arm_wake). */
     event_config_set_flag(cfg, EVENT_BASE_FLAG_NOLOCK);
-    event_config_set_flag(cfg, EVENT_BASE_FLAG_PRECISE_TIMER);
     /* Back to our loop after every callback: a pass that reads many
      * connections must not run past the next send time. */
     event_config_set_max_dispatch_interval(cfg, NULL, 1, 0);
@@ -55,6 +71,7 @@ int lg_thread_init(lg_thread *t, unsigned id, const lg_options *o, lg_run *run)
     unsigned i, n = lg_options_slots(o);
 
     memset(t, 0, sizeof(*t));
+    t->tfd = -1;
     t->id = id;
     t->o = o;
     t->run = run;
@@ -64,8 +81,9 @@ int lg_thread_init(lg_thread *t, unsigned id, const lg_options *o, lg_run *run)
     t->clients = calloc(n, sizeof(*t->clients));
     if (!t->base || !t->conns || !t->clients || lg_stats_init(&t->st) < 0)
         return -1;
-    t->wake = evtimer_new(t->base, on_wake, NULL);
-    if (!t->wake)
+    t->tfd = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
+    t->wake = t->tfd >= 0 ? event_new(t->base, t->tfd, EV_READ | EV_PERSIST, on_wake, NULL) : NULL;
+    if (!t->wake || event_add(t->wake, NULL) < 0)
         return -1;
     for (i = 0; i < n; i++) {
         sv_moments_reset(&t->clients[i].m);
@@ -86,6 +104,8 @@ void lg_thread_free(lg_thread *t)
     free(t->clients);
     if (t->wake)
         event_free(t->wake);
+    if (t->tfd >= 0)
+        close(t->tfd);
     if (t->base)
         event_base_free(t->base);
     lg_stats_free(&t->st);
@@ -135,6 +155,7 @@ void lg_thread_reply(lg_thread *t, lg_conn *c, const lg_req *req, uint64_t now,
         return;
     t->pending--;
     k->completed++;
+    k->in_window += now < t->measure_end;
     if (rc == LG_REPLY_OK)
         k->ok++;
     else
@@ -263,7 +284,6 @@ static void pin(lg_thread *t)
 static void connect_all(lg_thread *t)
 {
     uint64_t start = sv_clock_monotonic_ns();
-    struct timeval tick = { 0, 100000 };
     unsigned i;
 
     t->connecting = 1;
@@ -277,10 +297,9 @@ static void connect_all(lg_thread *t)
             snprintf(t->err, LG_ERRLEN, "connecting to %s port %u timed out", t->o->host, t->o->port);
             break;
         }
-        evtimer_add(t->wake, &tick);
+        arm_wake(t, sv_clock_monotonic_ns() + 100000000ULL);
         event_base_loop(t->base, EVLOOP_ONCE);
     }
-    evtimer_del(t->wake);
     t->connecting = 0;
 }
 
@@ -453,12 +472,8 @@ static void wait_until(lg_thread *t, uint64_t wake)
     uint64_t now = sv_clock_monotonic_ns(), spin = (uint64_t)t->o->spin_ns;
 
     if (wake > now + spin) {
-        uint64_t d = wake - now - spin;
-        struct timeval tv = { (time_t)(d / 1000000000ULL), (suseconds_t)(d % 1000000000ULL / 1000) };
-
-        evtimer_add(t->wake, &tv);
+        arm_wake(t, wake - spin);
         event_base_loop(t->base, EVLOOP_ONCE);
-        evtimer_del(t->wake);
     } else if (wake > now + TIGHT_NS) {
         event_base_loop(t->base, EVLOOP_NONBLOCK);
     } else {

@@ -32,6 +32,7 @@ typedef struct lg_thread {
     lg_run *run;
     pthread_t tid;
     struct event_base *base;
+    int tfd;                    /* timerfd that ends blocking waits */
     struct event *wake;
     lg_schedule sched;
     lg_rng rng;                 /* request contents */
