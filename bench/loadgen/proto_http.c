@@ -14,9 +14,11 @@
 int lg_http_encode(const lg_workload *w, const char *host, const lg_req *req, lg_buf *out)
 {
     char head[1024];
+    /* An IPv6 literal is bracketed in Host (RFC 7230, 5.4). */
+    int v6 = strchr(host, ':') != NULL;
     int n = snprintf(head, sizeof(head),
-                     "GET %s HTTP/1.1\r\nHost: %s\r\nUser-Agent: stagevar-loadgen\r\n\r\n",
-                     w->paths[req->key[0]], host);
+                     "GET %s HTTP/1.1\r\nHost: %s%s%s\r\nUser-Agent: stagevar-loadgen\r\n\r\n",
+                     w->paths[req->key[0]], v6 ? "[" : "", host, v6 ? "]" : "");
 
     return n < 0 || (size_t)n >= sizeof(head) ? -1 : lg_buf_append(out, head, (size_t)n);
 }

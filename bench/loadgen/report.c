@@ -199,7 +199,7 @@ static void json_stage(FILE *f, const char *name, const sv_stage *s)
     fputs("]}", f);
 }
 
-static void json_arrival(FILE *f, const lg_options *o)
+static void json_arrival(FILE *f, const lg_options *o, double rate)
 {
     static const char *const kinds[] = { "det", "exp", "pareto" };
 
@@ -207,8 +207,9 @@ static void json_arrival(FILE *f, const lg_options *o)
     json_str(f, o->arrival_spec);
     fprintf(f, ",\"kind\":\"%s\",\"cv2\":%.6g", kinds[o->arrival.kind], lg_arrival_cv2(&o->arrival));
     if (o->arrival.kind == LG_ARRIVAL_PARETO) {
-        /* The range that actually applies after scaling to the mean rate. */
-        double k = (o->threads / o->rate * 1e9) /
+        /* The range that actually applies after scaling to the mean
+         * rate of one thread's stream. */
+        double k = (o->threads / rate * 1e9) /
                    lg_bpareto_moment(o->arrival.alpha, o->arrival.lo_ns, o->arrival.hi_ns, 1);
 
         fprintf(f, ",\"alpha\":%.6g,\"lo_ns\":%.6g,\"hi_ns\":%.6g,\"scaled_lo_ns\":%.6g,\"scaled_hi_ns\":%.6g",
@@ -250,7 +251,7 @@ static void json_meta(FILE *f, const lg_result *r)
             o->warmup_ns / 1e9, o->duration_ns / 1e9, (unsigned long long)o->requests,
             o->timeout_ns / 1e9, o->late_ns / 1e3, o->spin_ns / 1e3, (unsigned long long)o->wl.keys,
             o->wl.get_ratio, o->wl.multiget, (unsigned long long)r->preload_sets);
-    json_arrival(f, o);
+    json_arrival(f, o, lg_result_offered(r));
     fputs("}", f);
 }
 
