@@ -392,8 +392,23 @@ static int classify(lg_thread *t, uint64_t sched)
     return 1;
 }
 
+/* Write what the last pass queued: one send() per connection, so
+ * requests that fell due together on one connection (the thread was
+ * behind) share a write instead of paying a syscall each. */
+static void flush_queued(lg_thread *t, unsigned first, unsigned n)
+{
+    unsigned i;
+
+    if (t->o->batch_ns > 0)
+        return;     /* the batch clock flushes */
+    for (i = 0; i < n && i < t->nconns; i++)
+        lg_conn_flush(&t->conns[(first + i) % t->nconns]);
+}
+
 static int generate(lg_thread *t, uint64_t now)
 {
+    unsigned first = t->rr, queued = 0;
+
     while (t->generating && t->next_ns <= now) {
         int phase = classify(t, t->next_ns);
         lg_conn *c = &t->conns[t->rr];
@@ -422,10 +437,10 @@ static int generate(lg_thread *t, uint64_t now)
         }
         /* Connections take the thread's arrivals in turn. */
         t->rr = t->rr + 1 == t->nconns ? 0 : t->rr + 1;
-        if (t->o->batch_ns == 0)
-            lg_conn_flush(c);
+        queued++;
         t->next_ns = lg_schedule_next(&t->sched);
     }
+    flush_queued(t, first, queued);
     if (t->generating && (t->next_ns >= t->measure_end || t->next_ns == UINT64_MAX ||
                           (t->o->requests && t->to_measure == 0 && t->next_ns >= t->measure_start)))
         stop_generating(t, now);

@@ -127,9 +127,10 @@ def test_memcached_batching_sends_batches(fork_memcached: MemcachedServer, tmp_p
                         "-w", "0.2", "-a", "det", "--batch-interval-us", "1000")
     assert_clean(report)
     batch = report["batch_size"]
-    # 8 requests arrive per 1 ms tick on the one connection (a hiccup of
-    # the machine can make one batch much bigger: no bound on the max).
-    assert 7 <= batch["p50"] <= 9 and abs(batch["mean"] - 8) < 0.8, \
+    # 8 requests arrive per 1 ms tick on the one connection. A hiccup of
+    # the machine merges ticks into bigger batches, so only the median is
+    # pinned and the mean bounded from below.
+    assert 7 <= batch["p50"] <= 9 and batch["mean"] >= 7, \
         {k: batch[k] for k in ("p50", "max", "mean")}
     # Queued up to one interval: latency from the schedule includes it.
     assert report["latency_scheduled"]["mean"] > report["latency_sent"]["mean"] + 200_000
