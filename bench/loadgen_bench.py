@@ -11,14 +11,17 @@ CPU 0). Then:
    rate, nothing lost, and sends on schedule (median schedule error at
    most 20 us). The first failing rate says who gave up: loadgen (sends
    fell behind) or the server (sends on time, replies not).
-2. the loadgen thread's own capacity, independent of the server: at 50%
-   of that rate, its loop is busy a fraction b of the time (sending,
-   reading, parsing; the rest is waiting), so it would saturate at
-   about rate / b. memcached's worker serves at most the sustained rate
-   (it is the one that saturates), so the ratio of the two is the
-   "one loadgen thread vs one memcached worker" figure.
+2. one loadgen thread against one memcached worker, each extrapolated to
+   100% of its core: memcached's CPU time (/proc) at the sustained rate
+   gives its capacity as rate / CPU; loadgen's loop is busy a fraction b
+   of the time at half that rate (sending, reading, parsing; the rest is
+   waiting), so it would saturate at about rate / b. Both extrapolations
+   assume cost per request stays flat; b counts wall time, so time the
+   thread spends preempted makes loadgen look slower, never faster.
 3. precision: schedule error (actual - scheduled send) p50/p99 at 50% of
-   the sustained rate, deterministic and exponential arrivals.
+   the sustained rate, deterministic and exponential arrivals; and, for
+   scale, the error a perfect sender would have on that CPU right now
+   (a clock-reading loop's stalls: preemption, the hypervisor).
 
 Every measurement is repeated (--repeats, default 3) and the median is
 printed. The machine's load average is printed too: on a shared VM the
@@ -33,6 +36,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
 from typing import Any
 
@@ -91,6 +95,35 @@ def capacity(args: argparse.Namespace, port: int, pid: int) -> tuple[float, str,
     return good, why, best
 
 
+def machine_floor(cpu: int, seconds: float = 2.0) -> tuple[float, float]:
+    """Schedule error (p50, p99, ns) of a perfect sender on `cpu`.
+
+    A thread that only reads the clock records every gap over 2 us (it
+    was preempted, or the hypervisor took the CPU); a send due inside a
+    gap goes out at its end. Sends due every 10 us over the trace give the
+    error no sender on this CPU can beat right now."""
+    old = os.sched_getaffinity(0)
+    os.sched_setaffinity(0, {cpu})
+    try:
+        gaps, clock = [], time.perf_counter_ns
+        start = prev = clock()
+        end = start + int(seconds * 1e9)
+        while prev < end:
+            now = clock()
+            if now - prev > 2000:
+                gaps.append((prev, now))
+            prev = now
+    finally:
+        os.sched_setaffinity(0, old)
+    late, gi = [], 0
+    for due in range(start, end, 10_000):
+        while gi < len(gaps) and gaps[gi][1] <= due:
+            gi += 1
+        late.append(gaps[gi][1] - due if gi < len(gaps) and gaps[gi][0] < due else 0)
+    late.sort()
+    return late[len(late) // 2], late[int(len(late) * 0.99)]
+
+
 def loadavg() -> str:
     return Path("/proc/loadavg").read_text().split(" ", 3)[:3].__str__()
 
@@ -107,6 +140,9 @@ def main() -> int:
         print(f"bench-loadgen: {LOADGEN} is not built (run make)", file=sys.stderr)
         return 1
     print(f"load average before: {loadavg()}")
+    floor = machine_floor(args.loadgen_cpu)
+    print(f"machine floor on CPU {args.loadgen_cpu}: a perfect sender's schedule error would be "
+          f"p50 {floor[0] / 1e3:.2f} us, p99 {floor[1] / 1e3:.2f} us (preemption, hypervisor)", flush=True)
     caps, whys, busies, srv_cpu, errs = [], [], [], [], {"det": [], "exp": []}
     with MemcachedServer(build_binary("stock", "memcached"), args=["-t", "1"]) as mc:
         assert mc.proc is not None
@@ -129,11 +165,14 @@ def main() -> int:
     med = statistics.median
     cap = med(caps)
     lg_cap = med(c / 2 / b for c, b in zip(caps, busies) if b > 0)
+    mc_cap = med(c / u for c, u in zip(caps, srv_cpu) if u > 0)
     print(f"load average after: {loadavg()}")
     print(f"median sustained rate, 1 loadgen thread -> 1 memcached worker: {cap:.0f} req/s "
-          f"(limited by: {', '.join(whys)}; memcached CPU at that rate {med(srv_cpu):.2f})")
-    print(f"median loadgen thread capacity (rate / busy fraction at 50%): {lg_cap:.0f} req/s, "
-          f"{lg_cap / cap:.2f}x the sustained rate (goal >= 2x)")
+          f"(next step failed because of: {', '.join(whys)})")
+    print(f"memcached worker: {med(srv_cpu):.2f} CPU at that rate, so it would serve about "
+          f"{mc_cap:.0f} req/s at 100%")
+    print(f"loadgen thread: busy {med(busies):.1%} at half that rate, so about {lg_cap:.0f} req/s at 100%")
+    print(f"loadgen thread / memcached worker: {lg_cap / mc_cap:.2f}x (goal >= 2x)")
     for a in ("det", "exp"):
         print(f"median schedule error at 50% ({a}): p50 {med(e[0] for e in errs[a]) / 1e3:.2f} us, "
               f"p99 {med(e[1] for e in errs[a]) / 1e3:.2f} us (goal p99 <= 5 us)")

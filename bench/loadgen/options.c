@@ -262,8 +262,7 @@ static void set_defaults(lg_options *o, int argc, char **argv)
 
 /* Which options were given, for the cross-checks. */
 typedef struct {
-    int duration, requests, conns, rpc, port, multiget, path, preload, batch, keysize, valsize,
-        pop, getratio;
+    int duration, requests, conns, rpc, port, multiget, path, preload, keysize, valsize, getratio;
     const char *keysize_spec, *valsize_spec, *pop_spec;
 } seen_opts;
 
@@ -315,7 +314,6 @@ static int parse_conn_opt(lg_options *o, int c, const char *v, seen_opts *s, cha
     case O_BATCH: {
         uint64_t us;
 
-        s->batch = 1;
         if (opt_u("batch-interval-us", v, 1, 10000000, &us, err) < 0)
             return -1;
         o->batch_ns = (double)us * 1e3;
@@ -338,7 +336,7 @@ static int parse_workload_opt(lg_options *o, int c, const char *v, seen_opts *s,
         s->getratio = 1;
         return opt_spec("get-ratio", lg_parse_double(v, 0, 1, &o->wl.get_ratio, why), why, err);
     }
-    case O_POP: s->pop = 1; s->pop_spec = v; return 0;
+    case O_POP: s->pop_spec = v; return 0;
     case O_MULTIGET: s->multiget = 1; return opt_uint("multiget", v, 1, LG_MAX_MULTIGET, &o->wl.multiget, err);
     case O_PRELOAD: s->preload = 1; o->preload = 1; return 0;
     case O_PATH: s->path = 1; return add_path(o, v, err);
