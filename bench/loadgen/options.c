@@ -547,7 +547,7 @@ static int bad_option(int c, int argc, char **argv, char *err)
     return LG_OPT_ERROR;
 }
 
-int lg_options_parse(lg_options *o, int argc, char **argv, char *err)
+static int parse_args(lg_options *o, int argc, char **argv, char *err)
 {
     seen_opts seen;
     int c;
@@ -575,6 +575,23 @@ int lg_options_parse(lg_options *o, int argc, char **argv, char *err)
         return LG_OPT_ERROR;
     }
     return finish(o, &seen, err) < 0 ? LG_OPT_ERROR : LG_OPT_RUN;
+}
+
+/* Error reasons quote the values given, which may hold a newline or a
+ * terminal escape: shown as '?', so the reason stays one plain line. */
+static int one_line(char *err)
+{
+    for (; *err; err++)
+        if ((unsigned char)*err < 0x20 || *err == 0x7f)
+            *err = '?';
+    return LG_OPT_ERROR;
+}
+
+int lg_options_parse(lg_options *o, int argc, char **argv, char *err)
+{
+    int rc = parse_args(o, argc, argv, err);
+
+    return rc == LG_OPT_ERROR ? one_line(err) : rc;
 }
 
 void lg_options_free(lg_options *o)
