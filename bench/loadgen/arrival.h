@@ -81,7 +81,7 @@ void lg_schedule_init(lg_schedule *s, const lg_arrival *a, double rate,
                       const lg_trace *trace, double share, double origin_ns,
                       double start_ns, uint64_t seed, uint64_t stream);
 /* The next send time (ns, absolute), and advance. UINT64_MAX once the
- * rate stays 0 for ever. */
+ * rate stays 0 for ever, or the next send lies beyond 2^64 ns. */
 uint64_t lg_schedule_next(lg_schedule *s);
 
 #endif
