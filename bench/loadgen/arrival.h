@@ -30,6 +30,8 @@ typedef struct {
 /* The paper's bounded Pareto range, used when only a C^2 is given. */
 #define LG_PARETO_LO_NS 5e3
 #define LG_PARETO_HI_NS 1e8
+/* Widest hi/lo accepted: the paper's range is 2e4. */
+#define LG_PARETO_MAX_RANGE 1e12
 
 /* "det", "exp", "pareto:alpha=A[,lo=T,hi=T]" or "pareto:cv2=C[,lo=T,hi=T]". */
 int lg_arrival_parse(const char *spec, lg_arrival *a, char *err);

@@ -240,16 +240,20 @@ static int load_paths(lg_options *o, const char *file, char *err)
 {
     FILE *f = fopen(file, "r");
     char line[1024];
-    int rc = 0;
+    const char *why;
+    int rc = 0, got;
 
     if (!f) {
         snprintf(err, LG_ERRLEN, "--paths-file: cannot open '%s': %m", file);
         return -1;
     }
-    while (rc == 0 && fgets(line, sizeof(line), f)) {
-        line[strcspn(line, "\r\n")] = '\0';
-        if (line[0] != '\0' && line[0] != '#')
+    while (rc == 0 && (got = lg_read_line(f, line, sizeof(line), &why)) != 0) {
+        if (got < 0) {
+            snprintf(err, LG_ERRLEN, "--paths-file: '%s': %s", file, why);
+            rc = -1;
+        } else if (line[0] != '\0' && line[0] != '#') {
             rc = add_path(o, line, err);
+        }
     }
     fclose(f);
     if (rc == 0 && o->npaths == 0) {
