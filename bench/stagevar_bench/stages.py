@@ -152,21 +152,27 @@ class Prediction:
     gain: float                 # 1 - halved/now
 
 
-def pk_prediction(ranked: list[RankedStage], rate_per_s: float, servers: int) -> Prediction | None:
-    """M/G/1 per server: service time S = the sum of the component stages
-    (E[S] = sum of means, Var S = sum of variances, i.e. stages taken as
-    independent), arrivals Poisson at rate/servers. Then the same with the
-    top stage's variance halved."""
+def pk_prediction(ranked: list[RankedStage], rate_per_s: float, servers: int,
+                  mean_service_ns: float | None = None) -> Prediction | None:
+    """M/G/1 per server (worker), Poisson arrivals at rate/servers.
+
+    Service-time moments: the mean is the server's CPU time per request
+    when given (what a request really occupies a worker for), else the sum
+    of the component stages' means; C² is the component stages' summed
+    variance over their summed mean squared (stages taken as independent):
+    the variability the stages show, including the delays inside them.
+    Then the same with the top stage's variance halved."""
     if not ranked:
         return None
-    es = sum(r.mean_ns for r in ranked)
+    stage_mean = sum(r.mean_ns for r in ranked)
     var = sum(r.variance_ns2 for r in ranked)
-    if es <= 0:
+    if stage_mean <= 0:
         return None
+    es = mean_service_ns if mean_service_ns and mean_service_ns > 0 else stage_mean
     lam = rate_per_s / max(servers, 1) / 1e9
-    cs2 = var / es ** 2
+    cs2 = var / stage_mean ** 2
     top = ranked[0]
-    cs2_half = (var - top.variance_ns2 / 2) / es ** 2
+    cs2_half = (var - top.variance_ns2 / 2) / stage_mean ** 2
 
     def resp(c2: float) -> float:
         try:
@@ -206,8 +212,9 @@ def recommend(server: str, ranked: list[RankedStage], stages: Mapping[str, Mappi
                           f"kernel_to_read varies most ({100 * top.share:.0f}% of the variance) and the "
                           f"LRU maintainer thread was busy ({maintainer_cores:.3f} cores): its work "
                           "interferes with the workers' wake-ups")
+        busy = f"{maintainer_cores:.3f}" if maintainer_cores is not None else "unknown"
         return Advice("none", "", f"kernel_to_read varies most but the LRU maintainer was not busy "
-                      f"({maintainer_cores if maintainer_cores is not None else 'unknown'} cores): "
+                      f"({busy} cores): "
                       "interference comes from elsewhere (other tenants of the cores?)")
     if server == "memcached" and top.name == "read_to_parse":
         batch = stages.get("batch_size", {})
