@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Sequence
 
-from stagevar_bench.servers import LOOPBACK, MemcachedServer, build_binary, build_dir
+from stagevar_bench.servers import LOOPBACK, MemcachedServer, build_dir
 
 
 @dataclass(frozen=True)
