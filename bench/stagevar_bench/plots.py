@@ -73,7 +73,7 @@ def cdf_tails(results: dict[str, Any], exp: dict[str, Any], path: Path) -> Path 
 
 def improvement_vs_load(exp: dict[str, Any], path: Path) -> Path | None:
     """Ratio knob/baseline of p50 and p99 (median over runs, CI bars) against load."""
-    if not exp["ratios"] or len({r["load"] for r in exp["ratios"]}) < 1:
+    if not exp["ratios"] or len({r["load"] for r in exp["ratios"]}) < 2:
         return None
     fig, axes = plt.subplots(1, 2, figsize=(8.4, 3.3), squeeze=False)
     for ax, pname in zip(axes[0], ("p50", "p99")):
@@ -145,8 +145,11 @@ def batch_cdfs(results: dict[str, Any], exp: dict[str, Any], path: Path) -> Path
         h = hs[0]
         for other in hs[1:]:
             h = h.merged(other)
-        xs = np.unique(np.concatenate([h.lows, [h.max]]))
-        ax.step(xs, [h.cdf(x) for x in xs], where="post", label=level)
+        # Batch sizes are whole numbers: bucket i holds [low, low + width),
+        # so P(X <= last value of bucket i) is the count through bucket i.
+        xs = np.concatenate([[h.lows[0]], h.lows + h.widths - 1])
+        ys = np.concatenate([[0.0], h.cum / max(h.n, 1)])
+        ax.step(xs, ys, where="post", label=level)
     ax.set_xscale("log")
     ax.set_xlabel("requests per send() (client batch size)")
     ax.set_ylabel("CDF")

@@ -255,7 +255,7 @@ machine spread over all cells instead of biasing one."""
 def write_report(results: dict[str, Any], out: Path, conf: float = 0.95) -> Path:
     out.mkdir(parents=True, exist_ok=True)
     analysis = analyze(results, conf=conf)
-    (out / "analysis.json").write_text(json.dumps(analysis, indent=1, default=str))
+    (out / "analysis.json").write_text(json.dumps(analysis, default=str))
     blocks: list[Block] = [H(1, results.get("title", "stagevar report"))]
     for note in results.get("notes", []):
         blocks.append(P(note))

@@ -63,17 +63,17 @@ def fork_has_lru_option() -> bool:
 # ----------------------------------------------------------- use cases
 
 def batching(size: Size, name: str) -> tuple[list[Design], dict[str, Any], Level, Level, float]:
-    loads = {"tiny": [30000.0], "quick": [20000.0, 50000.0], "full": [20000.0, 40000.0, 60000.0]}[name]
+    loads = {"tiny": [30000.0], "quick": [20000.0, 50000.0], "full": [20000.0, 40000.0, 70000.0]}[name]
     arrivals = ["exp"] if name != "full" else ["exp", "det"]
     common = dict(server="memcached", server_cpus="1" if cpus() > 1 else None,
                   client_cpus="0", server_args=["-t", "1"],
-                  client_args=["-c", "8", "--preload"], duration_s=size.duration_s,
+                  client_args=["-c", "2", "--preload"], duration_s=size.duration_s,
                   warmup_s=size.warmup_s, ideal_servers=1, ideal_shared=False)
     off = Level("no-batching", "fork", params={"batch_interval_us": 0})
     on = Level("batch-50us", "fork", client_args=["--batch-interval-us", "50"], params={"batch_interval_us": 50})
     main = Design(name="batching", levels=[off, on], loads=loads, arrivals=arrivals, runs=size.runs,
                   description="memcached fork, one worker thread (-t 1) pinned to CPU 1, loadgen on CPU 0 "
-                              "with 8 connections and preloaded keys (90% gets); knob: the client flushes "
+                              "with 2 connections and preloaded keys (90% gets); knob: the client flushes "
                               "its queued requests every 50 µs instead of sending each at once.",
                   **common)  # type: ignore[arg-type]
     designs = [main]
