@@ -5,6 +5,7 @@ and measure what it does, with confidence intervals.
     python -m stagevar_bench compare   ...   factorial experiment -> results JSON
     python -m stagevar_bench analyze   RESULTS
     python -m stagevar_bench report    RESULTS --out DIR
+    python -m stagevar_bench compact   RESULTS OUT [--per-octave 16]
     python -m stagevar_bench reproduce [--quick] --out DIR
 
 Each command's --help says more; README.md documents them all.
@@ -172,6 +173,12 @@ def build_parser() -> Parser:
     r.add_argument("--out", type=Path, required=True, help="directory for report.md, report.html, plots/")
     r.add_argument("--conf", type=conf_level, default=0.95)
 
+    k = sub.add_parser("compact", help="a smaller copy of a results file (coarser histograms)")
+    k.add_argument("results", type=Path)
+    k.add_argument("out", type=Path, help="the copy (.json or .json.gz)")
+    k.add_argument("--per-octave", type=int, default=16,
+                   help="histogram buckets per power of two: 4, 8, 16, 32 or 64 (default 16)")
+
     q = sub.add_parser("reproduce", help="the paper's three use cases, then the report")
     size = q.add_mutually_exclusive_group()
     size.add_argument("--quick", action="store_const", const="quick", dest="size",
@@ -281,6 +288,18 @@ def cmd_report(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_compact(args: argparse.Namespace) -> int:
+    from stagevar_bench.experiment import ExperimentError, compact_results, load_results, save_results
+    try:
+        results = compact_results(load_results(args.results), args.per_octave)
+    except ExperimentError as e:
+        raise CliError(str(e)) from None
+    save_results(results, args.out)
+    print(f"{PROG} compact: {args.results} ({args.results.stat().st_size} bytes) -> {args.out} "
+          f"({args.out.stat().st_size} bytes)")
+    return 0
+
+
 def cmd_reproduce(args: argparse.Namespace) -> int:
     from stagevar_bench.reproduce import USE_CASES, reproduce
     only = args.only or list(USE_CASES)
@@ -291,7 +310,7 @@ def cmd_reproduce(args: argparse.Namespace) -> int:
 
 
 COMMANDS = {"profile": cmd_profile, "compare": cmd_compare, "analyze": cmd_analyze,
-            "report": cmd_report, "reproduce": cmd_reproduce}
+            "report": cmd_report, "compact": cmd_compact, "reproduce": cmd_reproduce}
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import gzip
 import json
+import math
 import os
 import random
 import subprocess
@@ -342,6 +343,40 @@ def load_results(path: Path) -> dict[str, Any]:
     if not isinstance(results, dict) or results.get("format") != FORMAT:
         raise ExperimentError(f"{path} is not a stagevar results file (format {FORMAT})")
     return results
+
+
+def compact_histogram(obj: dict[str, Any], per_octave: int) -> dict[str, Any]:
+    """The same histogram with buckets merged to `per_octave` per power of
+    two (libstagevar has 64): a smaller file, quantiles within 1/per_octave."""
+    merged: dict[float, list[float]] = {}
+    for low, width, count in obj.get("histogram") or []:
+        if low < 64:
+            key, w = float(low), float(width)
+        else:
+            octave = 2.0 ** math.floor(math.log2(low))
+            w = max(octave / per_octave, float(width))
+            key = math.floor(low / w) * w
+        entry = merged.setdefault(key, [key, w, 0])
+        entry[2] += count
+    out = dict(obj)
+    out["histogram"] = [[lo, w, int(c)] for lo, w, c in sorted(merged.values())]
+    return out
+
+
+def compact_results(results: dict[str, Any], per_octave: int) -> dict[str, Any]:
+    """A copy with every run's latency histogram at `per_octave` buckets per
+    power of two, noted in the results."""
+    if per_octave not in (4, 8, 16, 32, 64):
+        raise ExperimentError(f"buckets per power of two must be 4, 8, 16, 32 or 64, not {per_octave}")
+    out = json.loads(json.dumps(results))
+    for _, run in iter_runs(out):
+        lg = run.get("loadgen") or {}
+        if lg.get("latency_scheduled"):
+            lg["latency_scheduled"] = compact_histogram(lg["latency_scheduled"], per_octave)
+    out.setdefault("notes", []).append(
+        f"Latency histograms in this results file were compacted to {per_octave} buckets per power "
+        f"of two (loadgen records 64): quantiles are within {100 / per_octave:.1f}% of the recorded ones.")
+    return out
 
 
 def iter_runs(results: dict[str, Any]) -> Iterator[tuple[dict[str, Any], dict[str, Any]]]:

@@ -14,7 +14,7 @@ import numpy as np  # noqa: E402
 from stagevar_bench.experiment import iter_runs  # noqa: E402
 from stagevar_bench.stats import Histogram  # noqa: E402
 
-DPI = 80
+DPI = 72
 TAIL_PS = np.array([0.8, 0.85, 0.9, 0.93, 0.95, 0.97, 0.98, 0.99, 0.995, 0.998, 0.999])
 
 

@@ -123,3 +123,24 @@ def test_failed_runs_are_reported_not_fatal(tmp_path: Path) -> None:
     out = stagevar("analyze", str(path), "--no-qr")
     assert out.returncode == 0, out.stderr
     assert "1 failed" in out.stdout
+
+
+def test_compact_keeps_counts_and_quantiles(tmp_path: Path) -> None:
+    from stagevar_bench.experiment import compact_histogram
+    from stagevar_bench.stats import Histogram
+    rng = np.random.default_rng(4)
+    v = rng.lognormal(11, 1.0, 20000)
+    full = Histogram.from_samples(v)
+    obj = {"count": full.n, "min": full.min, "max": full.max, "overflow": 0,
+           "histogram": [[lo, w, int(c)] for lo, w, c in zip(full.lows, full.widths, full.counts)]}
+    small = Histogram.from_json(compact_histogram(obj, 16))
+    assert small.n == full.n and small.lows.size < full.lows.size / 3
+    for p in (0.5, 0.99, 0.999):
+        assert small.quantile(p) == pytest.approx(full.quantile(p), rel=1 / 16)
+    path = tmp_path / "r.json"
+    save_results(synthetic_results(), path)
+    out = stagevar("compact", str(path), str(tmp_path / "c.json.gz"), "--per-octave", "16")
+    assert out.returncode == 0, out.stderr
+    assert "compacted to 16" in load_results(tmp_path / "c.json.gz")["notes"][-1]
+    bad = stagevar("compact", str(path), str(tmp_path / "d.json"), "--per-octave", "10")
+    assert bad.returncode == 2 and "not 10" in bad.stderr
