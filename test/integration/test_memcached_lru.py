@@ -14,6 +14,7 @@ from typing import Iterator
 
 import pytest
 from pymemcache.client.base import Client
+from pymemcache.exceptions import MemcacheServerError
 
 from conftest import binary_or_skip
 from stagevar_bench.servers import LOOPBACK, MemcachedServer
@@ -84,11 +85,14 @@ def test_no_maintainer_thread_in_amortized_mode() -> None:
         assert settings["lru_maintainer_thread"] == "no"
 
 
-def cache_aside(server: MemcachedServer, seed: int, ops: int) -> None:
+def cache_aside(server: MemcachedServer, seed: int, ops: int) -> int:
     """A set-heavy cache-aside workload on a skewed key set much larger
     than the server's memory: get a batch, set what missed, and every
-    tenth batch re-set some keys that hit."""
+    tenth batch re-set some keys that hit. Returns the batches of sets the
+    server refused ("out of memory storing object": with every tail item
+    of a class in use, stock refuses too, more often on a busy machine)."""
     rng = random.Random(seed)
+    refused = 0
     c = client(server)
     value = b"v" * 900
     keys = 40000
@@ -101,13 +105,18 @@ def cache_aside(server: MemcachedServer, seed: int, ops: int) -> None:
         if batch % 10 == 0:
             missed.update({k: value for k in list(found)[:10]})
         if missed:
-            c.set_many(missed)
+            try:
+                c.set_many(missed)
+            except MemcacheServerError:
+                refused += 1
     c.close()
+    return refused
 
 
 def lru_outcome(variant: str, *options: str) -> tuple[float, int, dict[str, str]]:
     with start(variant, "-m", "8", *options) as server:
-        cache_aside(server, seed=5, ops=60000)
+        refused = cache_aside(server, seed=5, ops=60000)
+        assert refused <= 6, f"{variant} refused {refused} of 600 batches of sets"
         time.sleep(0.5)     # let the last bumps be drained
         s = stats(server)
     hits, misses = int(s["get_hits"]), int(s["get_misses"])
