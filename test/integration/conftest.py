@@ -1,6 +1,7 @@
 """Fixtures: the built stock and fork servers, started on loopback."""
 from __future__ import annotations
 
+import subprocess
 import sys
 from pathlib import Path
 from typing import Iterator
@@ -17,6 +18,23 @@ def binary_or_skip(variant: str, name: str) -> Path:
     if not path.exists():
         pytest.skip(f"{path} is not built (run make)")
     return path
+
+
+def httpd_config_test(binary: Path, extra_conf: str,
+                      directive: str) -> tuple[subprocess.CompletedProcess[str], str]:
+    """`httpd -t` on the base configuration plus `extra_conf`: its result, and
+    where the first line starting with `directive` is ("line N of FILE"),
+    as httpd names the place of a configuration error."""
+    server = HttpdServer(binary, extra_conf=extra_conf)
+    try:
+        conf = server.write_conf()
+        offending = next(l for l in extra_conf.splitlines() if l.startswith(directive))
+        line = conf.read_text().splitlines().index(offending) + 1
+        proc = subprocess.run([str(binary), "-t", "-f", str(conf)],
+                              capture_output=True, text=True, timeout=20)
+    finally:
+        server.stop()
+    return proc, f"line {line} of {conf}"
 
 
 @pytest.fixture(params=["stock", "fork"])

@@ -15,7 +15,7 @@ from typing import Iterator
 
 import pytest
 
-from conftest import binary_or_skip
+from conftest import binary_or_skip, httpd_config_test
 from stagevar_bench.servers import HttpdServer
 
 STAGES = ["listener_to_worker", "kernel_to_read", "read_to_parse",
@@ -199,18 +199,9 @@ def test_off_by_default_records_nothing() -> None:
      "cannot occur within <VirtualHost> section"),
 ], ids=["bad-value", "no-value", "in-vhost"])
 def test_bad_stage_trace_is_a_config_error(directive: str, message: str) -> None:
-    binary = binary_or_skip("fork", "httpd")
-    server = HttpdServer(binary, extra_conf=directive)
-    try:
-        conf = server.write_conf()
-        offending = next(l for l in directive.splitlines() if l.startswith("StageTrace"))
-        line = conf.read_text().splitlines().index(offending) + 1
-        proc = subprocess.run([str(binary), "-t", "-f", str(conf)],
-                              capture_output=True, text=True, timeout=20)
-    finally:
-        server.stop()
+    proc, where = httpd_config_test(binary_or_skip("fork", "httpd"), directive, "StageTrace")
     assert proc.returncode != 0
-    assert f"line {line} of {conf}" in proc.stderr, proc.stderr
+    assert where in proc.stderr, proc.stderr
     assert message in proc.stderr, proc.stderr
 
 
@@ -221,12 +212,7 @@ def test_stock_serves_the_base_config_but_not_stage_trace() -> None:
         assert get(server.url("/")) == PAGE
     finally:
         server.stop()
-    server = HttpdServer(stock, extra_conf="StageTrace on")
-    try:
-        proc = subprocess.run([str(stock), "-t", "-f", str(server.write_conf())],
-                              capture_output=True, text=True, timeout=20)
-    finally:
-        server.stop()
+    proc, _ = httpd_config_test(stock, "StageTrace on", "StageTrace")
     assert proc.returncode != 0
     assert "Invalid command 'StageTrace'" in proc.stderr
 

@@ -1,0 +1,157 @@
+/* memcached text protocol: get/multiget and set, encoding and replies. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "proto.h"
+
+/* A header line longer than this cannot be a reply to our requests. */
+#define MAX_LINE 2048
+
+static int append_value(lg_buf *out, uint32_t size)
+{
+    if (lg_buf_reserve(out, size + 2) < 0)
+        return -1;
+    memset(lg_buf_tail(out), 'x', size);
+    memcpy(lg_buf_tail(out) + size, "\r\n", 2);
+    out->end += size + 2;
+    return 0;
+}
+
+int lg_mc_encode(const lg_workload *w, const lg_req *req, lg_buf *out)
+{
+    char key[LG_MAX_KEY + 1], line[LG_MAX_KEY + 64];
+    unsigned i;
+    int n;
+
+    if (req->op == LG_OP_SET) {
+        uint32_t size = lg_value_size(w, req->key[0]);
+
+        lg_key_name(w, req->key[0], key);
+        n = snprintf(line, sizeof(line), "set %s 0 0 %u\r\n", key, size);
+        return lg_buf_append(out, line, (size_t)n) < 0 ? -1 : append_value(out, size);
+    }
+    if (lg_buf_append(out, "get", 3) < 0)
+        return -1;
+    for (i = 0; i < req->nkeys; i++) {
+        size_t kn = lg_key_name(w, req->key[i], key);
+
+        if (lg_buf_append(out, " ", 1) < 0 || lg_buf_append(out, key, kn) < 0)
+            return -1;
+    }
+    return lg_buf_append(out, "\r\n", 2);
+}
+
+/* Length of the line at buf (without CRLF) or -1 if no CRLF yet; -2 if
+ * the line is too long to be a reply. */
+static long line_len(const char *buf, size_t len)
+{
+    const char *nl = memchr(buf, '\n', len < MAX_LINE ? len : MAX_LINE);
+
+    if (!nl)
+        return len >= MAX_LINE ? -2 : -1;
+    if (nl == buf || nl[-1] != '\r')
+        return -2;
+    return (long)(nl - buf - 1);
+}
+
+static int starts(const char *line, long n, const char *word)
+{
+    size_t w = strlen(word);
+
+    return (size_t)n >= w && memcmp(line, word, w) == 0;
+}
+
+static int is_error_line(const char *line, long n)
+{
+    return (n == 5 && memcmp(line, "ERROR", 5) == 0) ||
+           starts(line, n, "SERVER_ERROR ") || starts(line, n, "CLIENT_ERROR ");
+}
+
+/* "VALUE <key> <flags> <bytes>[ <cas>]": the key and the byte count. */
+static int parse_value_header(const char *line, long n, char *key, unsigned long *bytes)
+{
+    char copy[MAX_LINE + 1];
+    unsigned long flags;
+    int used = 0;
+
+    memcpy(copy, line, (size_t)n);
+    copy[n] = '\0';
+    if (sscanf(copy, "VALUE %250s %lu %lu%n", key, &flags, bytes, &used) != 3)
+        return -1;
+    return copy[used] == '\0' || copy[used] == ' ' ? 0 : -1;
+}
+
+/* A VALUE must name the next requested key that was a hit: memcached
+ * answers a multiget in request order, skipping misses. */
+static int match_key(const lg_workload *w, const lg_req *req, unsigned *next, const char *key,
+                     unsigned long bytes)
+{
+    char want[LG_MAX_KEY + 1];
+
+    for (; *next < req->nkeys; (*next)++) {
+        lg_key_name(w, req->key[*next], want);
+        if (strcmp(want, key) == 0) {
+            uint32_t size = lg_value_size(w, req->key[(*next)++]);
+
+            return bytes == size ? 0 : -1;
+        }
+    }
+    return -1;
+}
+
+static lg_reply_rc parse_get(const lg_workload *w, const lg_req *req, const char *buf,
+                             size_t len, lg_reply *out)
+{
+    size_t off = 0;
+    unsigned next = 0;
+
+    out->hits = 0;
+    for (;;) {
+        long n = line_len(buf + off, len - off);
+        char key[LG_MAX_KEY + 1];
+        unsigned long bytes;
+
+        if (n == -1)
+            return LG_REPLY_MORE;
+        if (n == -2)
+            return LG_REPLY_UNEXPECTED;
+        if (n == 3 && memcmp(buf + off, "END", 3) == 0) {
+            out->len = off + 5;
+            return LG_REPLY_OK;
+        }
+        if (is_error_line(buf + off, n) && off == 0) {
+            out->len = (size_t)n + 2;
+            return LG_REPLY_ERROR;
+        }
+        if (!starts(buf + off, n, "VALUE ") || parse_value_header(buf + off, n, key, &bytes) < 0 ||
+            match_key(w, req, &next, key, bytes) < 0)
+            return LG_REPLY_UNEXPECTED;
+        off += (size_t)n + 2;
+        if (len - off < bytes + 2)
+            return LG_REPLY_MORE;
+        if (memcmp(buf + off + bytes, "\r\n", 2) != 0)
+            return LG_REPLY_UNEXPECTED;
+        off += bytes + 2;
+        out->hits++;
+    }
+}
+
+lg_reply_rc lg_mc_parse(const lg_workload *w, const lg_req *req,
+                        const char *buf, size_t len, lg_reply *out)
+{
+    long n;
+
+    memset(out, 0, sizeof(*out));
+    if (req->op == LG_OP_GET)
+        return parse_get(w, req, buf, len, out);
+    n = line_len(buf, len);
+    if (n == -1)
+        return LG_REPLY_MORE;
+    if (n == -2)
+        return LG_REPLY_UNEXPECTED;
+    out->len = (size_t)n + 2;
+    if (n == 6 && memcmp(buf, "STORED", 6) == 0)
+        return LG_REPLY_OK;
+    return is_error_line(buf, n) ? LG_REPLY_ERROR : LG_REPLY_UNEXPECTED;
+}

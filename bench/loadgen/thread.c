@@ -1,0 +1,543 @@
+/* A load-generating thread: connect, pace sends to the schedule, collect
+ * replies, drain, and account for every measured request. */
+#define _GNU_SOURCE
+#include "thread.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <sched.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
+#include <sys/timerfd.h>
+#include <unistd.h>
+
+#include <event2/event.h>
+
+#include "stagevar.h"
+
+#define CONNECT_TIMEOUT_NS 5000000000ULL
+#define RETRY_NS 10000000ULL            /* reconnect after a failure */
+/* The last stretch before a send is a pure clock spin: an I/O pass
+ * (recv + parse, several us on a VM) started then would make the send
+ * late. A reply arriving in it is read at most this much later. */
+#define TIGHT_NS 2000ULL
+
+/* ---- setup ------------------------------------------------------------- */
+
+static void on_wake(evutil_socket_t fd, short what, void *arg)
+{
+    uint64_t expirations;
+
+    /* Only here to end a blocking wait (the loop does the work); reading
+     * the count re-arms the timerfd's readability. */
+    (void)what, (void)arg;
+    if (read(fd, &expirations, sizeof(expirations)) < 0)
+        return;
+}
+
+/* Our own timerfd, armed at an absolute CLOCK_MONOTONIC time (the clock
+ * the schedule uses) only before a blocking wait. libevent's precise
+ * timers would instead re-arm a timerfd, one more syscall, on every
+ * non-blocking poll of the spin phase. */
+static void arm_wake(lg_thread *t, uint64_t at_ns)
+{
+    struct itimerspec its = { { 0, 0 }, { (time_t)(at_ns / 1000000000ULL), (long)(at_ns % 1000000000ULL) } };
+
+    timerfd_settime(t->tfd, TFD_TIMER_ABSTIME, &its, NULL);
+}
+
+static struct event_base *new_base(void)
+{
+    struct event_config *cfg = event_config_new();
+    struct event_base *base;
+
+    if (!cfg)
+        return NULL;
+    /* One thread per base; no libevent timers (see arm_wake). */
+    event_config_set_flag(cfg, EVENT_BASE_FLAG_NOLOCK);
+    /* Back to our loop after every callback: a pass that reads many
+     * connections must not run past the next send time. */
+    event_config_set_max_dispatch_interval(cfg, NULL, 1, 0);
+    base = event_base_new_with_config(cfg);
+    event_config_free(cfg);
+    return base;
+}
+
+int lg_thread_init(lg_thread *t, unsigned id, const lg_options *o, lg_run *run)
+{
+    unsigned i, n = lg_options_slots(o);
+
+    memset(t, 0, sizeof(*t));
+    t->tfd = -1;
+    t->id = id;
+    t->o = o;
+    t->run = run;
+    t->nconns = n;
+    t->base = new_base();
+    t->conns = calloc(n, sizeof(*t->conns));
+    t->clients = calloc(n, sizeof(*t->clients));
+    if (!t->base || !t->conns || !t->clients || lg_stats_init(&t->st) < 0)
+        return -1;
+    t->tfd = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
+    t->wake = t->tfd >= 0 ? event_new(t->base, t->tfd, EV_READ | EV_PERSIST, on_wake, NULL) : NULL;
+    if (!t->wake || event_add(t->wake, NULL) < 0)
+        return -1;
+    for (i = 0; i < n; i++) {
+        sv_moments_reset(&t->clients[i].m);
+        sv_hist_reset(&t->clients[i].h);
+        lg_conn_init(&t->conns[i], t, i);
+    }
+    lg_rng_seed(&t->rng, o->seed, 0x10000 + id);
+    return 0;
+}
+
+void lg_thread_free(lg_thread *t)
+{
+    unsigned i;
+
+    for (i = 0; t->conns && i < t->nconns; i++)
+        lg_conn_free(&t->conns[i]);
+    free(t->conns);
+    free(t->clients);
+    if (t->wake)
+        event_free(t->wake);
+    if (t->tfd >= 0)
+        close(t->tfd);
+    if (t->base)
+        event_base_free(t->base);
+    lg_stats_free(&t->st);
+}
+
+/* ---- connection callbacks --------------------------------------------- */
+
+void lg_thread_sent(lg_thread *t, const lg_req *req)
+{
+    uint64_t err = req->sent_ns - req->sched_ns;
+
+    if (!req->measured)
+        return;
+    t->st.c.sent++;
+    sv_record(t->st.rec, LG_SCHED_ERR, (int64_t)err);
+    if ((double)err > t->o->late_ns)
+        t->st.c.late++;
+}
+
+void lg_thread_batch(lg_thread *t, unsigned n)
+{
+    if (t->measuring)
+        sv_record(t->st.rec, LG_BATCH, n);
+}
+
+static void record_second(lg_thread *t, const lg_req *req, uint64_t now, uint64_t lat, int error)
+{
+    lg_second *s = lg_stats_second(&t->st, (req->sched_ns - t->measure_start) / 1000000000ULL);
+
+    if (s) {
+        sv_moments_add(&s->lat_m, lat);
+        sv_hist_add(&s->lat, lat);
+        s->errors += error;
+    }
+    s = now >= t->measure_start ? lg_stats_second(&t->st, (now - t->measure_start) / 1000000000ULL) : NULL;
+    if (s)
+        s->completed++;
+}
+
+void lg_thread_reply(lg_thread *t, lg_conn *c, const lg_req *req, uint64_t now,
+                     lg_reply_rc rc, const lg_reply *reply)
+{
+    uint64_t lat = now - req->sched_ns;
+    lg_counters *k = &t->st.c;
+
+    if (!req->measured)
+        return;
+    t->pending--;
+    k->completed++;
+    k->in_window += now < t->measure_end;
+    if (rc == LG_REPLY_OK)
+        k->ok++;
+    else
+        k->errors++;
+    if (req->op == LG_OP_GET) {
+        k->gets++;
+        k->get_keys += req->nkeys;
+        k->hits += reply->hits;
+    } else if (req->op == LG_OP_SET) {
+        k->sets++;
+    }
+    sv_record(t->st.rec, LG_LAT_SCHED, (int64_t)lat);
+    sv_record(t->st.rec, LG_LAT_SENT, (int64_t)(now - req->sent_ns));
+    sv_moments_add(&c->client->m, lat);
+    sv_hist_add(&c->client->h, lat);
+    record_second(t, req, now, lat, rc != LG_REPLY_OK);
+    __atomic_store_n(&t->progress, k->completed, __ATOMIC_RELAXED);
+}
+
+void lg_thread_dropped(lg_thread *t, const lg_req *req, int sent)
+{
+    if (!req->measured)
+        return;
+    t->pending--;
+    /* Lost with a connection during the run; at the end, whatever is
+     * still queued or unanswered has run out of time. */
+    if (t->ending || !sent)
+        t->st.c.timeouts++;
+    else
+        t->st.c.lost++;
+}
+
+void lg_thread_busy(lg_thread *t, uint64_t start)
+{
+    if (t->measuring)
+        t->st.busy_ns += sv_clock_monotonic_ns() - start;
+}
+
+void lg_thread_unexpected(lg_thread *t)
+{
+    t->st.c.unexpected++;
+}
+
+void lg_thread_connected(lg_thread *t, lg_conn *c, uint64_t now)
+{
+    if (t->connecting)
+        t->up++;
+    if (t->measuring) {
+        t->st.c.conns_opened++;
+        sv_record(t->st.rec, LG_CONNECT, (int64_t)(now - c->connect_ns));
+    }
+}
+
+static void schedule_retry(lg_thread *t, lg_conn *c, uint64_t now)
+{
+    c->retry_ns = now + RETRY_NS;
+    if (t->down++ == 0 || c->retry_ns < t->next_retry)
+        t->next_retry = c->retry_ns;
+}
+
+void lg_thread_conn_down(lg_thread *t, lg_conn *c, uint64_t now, int failed)
+{
+    if (t->connecting) {
+        /* At start-up a failure is fatal: report it, do not retry. */
+        if (failed && !t->failed) {
+            t->failed = 1;
+            snprintf(t->err, LG_ERRLEN, "cannot connect to %s port %u: %s", t->o->host, t->o->port,
+                     strerror(errno ? errno : ECONNREFUSED));
+        }
+        return;
+    }
+    if (failed)
+        t->st.c.connect_errors++;
+    /* A clean close (sequential client done, server's Connection: close)
+     * reconnects at once; a failure waits a little before trying again. */
+    if (!failed && lg_conn_connect(c, now) == 0)
+        return;
+    schedule_retry(t, c, now);
+}
+
+static void retry_down(lg_thread *t, uint64_t now)
+{
+    unsigned i;
+
+    if (t->down == 0 || now < t->next_retry)
+        return;
+    t->down = 0;
+    t->next_retry = UINT64_MAX;
+    for (i = 0; i < t->nconns; i++) {
+        lg_conn *c = &t->conns[i];
+
+        if (c->state != LG_CONN_DOWN)
+            continue;
+        if (c->retry_ns > now) {
+            schedule_retry(t, c, c->retry_ns - RETRY_NS);
+            continue;
+        }
+        if (lg_conn_connect(c, now) < 0) {
+            t->st.c.connect_errors++;
+            schedule_retry(t, c, now);
+        }
+    }
+}
+
+/* ---- start-up ---------------------------------------------------------- */
+
+static void pin(lg_thread *t)
+{
+    cpu_set_t set;
+    int rc;
+
+    if (t->o->ncpus == 0)
+        return;
+    CPU_ZERO(&set);
+    CPU_SET(t->o->cpu[t->id % t->o->ncpus], &set);
+    rc = pthread_setaffinity_np(pthread_self(), sizeof(set), &set);
+    if (rc != 0 && !t->failed) {
+        t->failed = 1;
+        snprintf(t->err, LG_ERRLEN, "cannot pin thread %u to CPU %d: %s", t->id,
+                 t->o->cpu[t->id % t->o->ncpus], strerror(rc));
+    }
+}
+
+/* Open every connection before the clock starts, so connection set-up
+ * never delays the first scheduled sends. */
+static void connect_all(lg_thread *t)
+{
+    uint64_t start = sv_clock_monotonic_ns();
+    unsigned i;
+
+    t->connecting = 1;
+    for (i = 0; i < t->nconns && !t->failed; i++) {
+        if (lg_conn_connect(&t->conns[i], start) < 0)
+            lg_thread_conn_down(t, &t->conns[i], start, 1);
+    }
+    while (!t->failed && t->up < t->nconns) {
+        if (sv_clock_monotonic_ns() - start > CONNECT_TIMEOUT_NS) {
+            t->failed = 1;
+            snprintf(t->err, LG_ERRLEN, "connecting to %s port %u timed out", t->o->host, t->o->port);
+            break;
+        }
+        arm_wake(t, sv_clock_monotonic_ns() + 100000000ULL);
+        event_base_loop(t->base, EVLOOP_ONCE);
+    }
+    t->connecting = 0;
+}
+
+static void start_phases(lg_thread *t)
+{
+    const lg_options *o = t->o;
+    uint64_t start = t->run->start_ns;
+
+    t->measure_start = start + (uint64_t)o->warmup_ns;
+    t->measure_end = o->requests ? UINT64_MAX : t->measure_start + (uint64_t)o->duration_ns;
+    t->to_measure = o->requests / o->threads + (t->id < o->requests % o->threads);
+    /* Each thread is its own arrival stream with 1/T of the rate. */
+    lg_schedule_init(&t->sched, &o->arrival, o->rate / o->threads, o->trace.n ? &o->trace : NULL,
+                     1.0 / o->threads, (double)t->measure_start, (double)start, o->seed, t->id);
+    t->next_ns = lg_schedule_next(&t->sched);
+    t->next_flush = start + (uint64_t)o->batch_ns;
+    t->next_retry = UINT64_MAX;
+    t->generating = 1;
+}
+
+/* ---- generating -------------------------------------------------------- */
+
+static void cpu_now(double *user, double *sys)
+{
+    struct rusage ru;
+
+    if (getrusage(RUSAGE_THREAD, &ru) < 0) {
+        *user = *sys = 0;
+        return;
+    }
+    *user = (double)ru.ru_utime.tv_sec + (double)ru.ru_utime.tv_usec * 1e-6;
+    *sys = (double)ru.ru_stime.tv_sec + (double)ru.ru_stime.tv_usec * 1e-6;
+}
+
+static void begin_measuring(lg_thread *t)
+{
+    double u, s;
+
+    t->measuring = 1;
+    cpu_now(&u, &s);
+    t->st.cpu_user_s = -u;
+    t->st.cpu_sys_s = -s;
+}
+
+static void stop_generating(lg_thread *t, uint64_t now)
+{
+    double u, s;
+
+    t->generating = 0;
+    if (t->measuring) {
+        cpu_now(&u, &s);
+        t->st.cpu_user_s += u;
+        t->st.cpu_sys_s += s;
+    }
+    t->measuring = 0;
+    t->deadline = (t->measure_end != UINT64_MAX && t->measure_end > now ? t->measure_end : now) +
+                  (uint64_t)t->o->timeout_ns;
+}
+
+static void make_request(lg_thread *t, lg_req *r, uint64_t sched)
+{
+    const lg_workload *w = &t->o->wl;
+    unsigned i;
+
+    r->sched_ns = sched;
+    r->sent_ns = 0;
+    r->nkeys = 1;
+    if (t->o->proto == LG_PROTO_HTTP) {
+        r->op = LG_OP_HTTP;
+    } else if (lg_rng_uniform(&t->rng) < w->get_ratio) {
+        r->op = LG_OP_GET;
+        r->nkeys = (uint16_t)w->multiget;
+    } else {
+        r->op = LG_OP_SET;
+    }
+    for (i = 0; i < r->nkeys; i++)
+        r->key[i] = (uint32_t)lg_pop_draw(&w->pop, &t->rng);
+}
+
+/* Is the request scheduled at `sched` warm-up (0), measured (1), or past
+ * the end of the measurement (-1)? */
+static int classify(lg_thread *t, uint64_t sched)
+{
+    if (sched < t->measure_start)
+        return 0;
+    if (sched >= t->measure_end || (t->o->requests && t->to_measure == 0))
+        return -1;
+    if (t->o->requests)
+        t->to_measure--;
+    return 1;
+}
+
+/* Write what the last pass queued: one send() per connection, so
+ * requests that fell due together on one connection (the thread was
+ * behind) share a write instead of paying a syscall each. */
+static void flush_queued(lg_thread *t, unsigned first, unsigned n)
+{
+    unsigned i;
+
+    if (t->o->batch_ns > 0)
+        return;     /* the batch clock flushes */
+    for (i = 0; i < n && i < t->nconns; i++)
+        lg_conn_flush(&t->conns[(first + i) % t->nconns]);
+}
+
+static int generate(lg_thread *t, uint64_t now)
+{
+    unsigned first = t->rr, queued = 0;
+
+    while (t->generating && t->next_ns <= now) {
+        int phase = classify(t, t->next_ns);
+        lg_conn *c = &t->conns[t->rr];
+        lg_req r;
+
+        if (phase < 0) {
+            stop_generating(t, now);
+            break;
+        }
+        r.measured = (uint8_t)phase;
+        make_request(t, &r, t->next_ns);
+        if (lg_conn_enqueue(c, &r) < 0) {
+            snprintf(t->err, LG_ERRLEN, "out of memory queueing requests");
+            return -1;
+        }
+        if (phase) {
+            lg_second *s = lg_stats_second(&t->st, (t->next_ns - t->measure_start) / 1000000000ULL);
+
+            if (s)
+                s->scheduled++;
+            t->st.c.scheduled++;
+            t->pending++;
+            t->last_measured_ns = t->next_ns;
+        } else {
+            t->st.c.warmup_requests++;
+        }
+        /* Connections take the thread's arrivals in turn. */
+        t->rr = t->rr + 1 == t->nconns ? 0 : t->rr + 1;
+        queued++;
+        t->next_ns = lg_schedule_next(&t->sched);
+    }
+    flush_queued(t, first, queued);
+    if (t->generating && (t->next_ns >= t->measure_end || t->next_ns == UINT64_MAX ||
+                          (t->o->requests && t->to_measure == 0 && t->next_ns >= t->measure_start)))
+        stop_generating(t, now);
+    return 0;
+}
+
+/* The batch clock: every connection writes what it has queued. */
+static void batch_tick(lg_thread *t, uint64_t now)
+{
+    unsigned i;
+
+    if (t->o->batch_ns == 0 || now < t->next_flush)
+        return;
+    for (i = 0; i < t->nconns; i++)
+        if (lg_conn_unsent(&t->conns[i]) > 0)
+            lg_conn_flush(&t->conns[i]);
+    while (t->next_flush <= now)
+        t->next_flush += (uint64_t)t->o->batch_ns;
+}
+
+/* ---- the loop ---------------------------------------------------------- */
+
+static uint64_t min_u64(uint64_t a, uint64_t b)
+{
+    return a < b ? a : b;
+}
+
+static uint64_t next_wake(const lg_thread *t)
+{
+    uint64_t wake = t->generating ? min_u64(t->next_ns, t->measure_end) : t->deadline;
+
+    if (t->o->batch_ns > 0)
+        wake = min_u64(wake, t->next_flush);
+    if (t->down > 0)
+        wake = min_u64(wake, t->next_retry);
+    return wake;
+}
+
+/* Sleep in the event loop until `spin` before the wake time, then poll
+ * without blocking, then spin on the clock alone: a timer wakes up tens
+ * of microseconds late on a busy machine, a poll loop within a few. */
+static void wait_until(lg_thread *t, uint64_t wake)
+{
+    uint64_t now = sv_clock_monotonic_ns(), spin = (uint64_t)t->o->spin_ns;
+
+    if (wake > now + spin) {
+        arm_wake(t, wake - spin);
+        event_base_loop(t->base, EVLOOP_ONCE);
+    } else if (wake > now + TIGHT_NS) {
+        event_base_loop(t->base, EVLOOP_NONBLOCK);
+    } else {
+        while (sv_clock_monotonic_ns() < wake)
+            __builtin_ia32_pause();
+    }
+}
+
+static int run_loop(lg_thread *t)
+{
+    for (;;) {
+        uint64_t now = sv_clock_monotonic_ns();
+
+        if (!t->measuring && t->generating && now >= t->measure_start)
+            begin_measuring(t);
+        if (generate(t, now) < 0)
+            return -1;
+        batch_tick(t, now);
+        retry_down(t, now);
+        lg_thread_busy(t, now);
+        if (!t->generating && (t->pending == 0 || now >= t->deadline))
+            return 0;
+        wait_until(t, next_wake(t));
+    }
+}
+
+void *lg_thread_main(void *arg)
+{
+    lg_thread *t = arg;
+    unsigned i;
+
+    pin(t);
+    /* The kernel's default 50 us timer slack would be our schedule error. */
+    prctl(PR_SET_TIMERSLACK, 1UL, 0UL, 0UL, 0UL);
+    if (!t->failed)
+        connect_all(t);
+    pthread_barrier_wait(&t->run->connected);
+    pthread_barrier_wait(&t->run->started);
+    if (__atomic_load_n(&t->run->abort, __ATOMIC_RELAXED)) {
+        __atomic_add_fetch(&t->run->finished, 1, __ATOMIC_RELEASE);
+        return NULL;
+    }
+    start_phases(t);
+    if (run_loop(t) < 0)
+        t->failed = 1;
+    /* Whatever is still queued or unanswered has run out of time. */
+    t->ending = 1;
+    for (i = 0; i < t->nconns; i++)
+        lg_conn_abandon(&t->conns[i]);
+    __atomic_add_fetch(&t->run->finished, 1, __ATOMIC_RELEASE);
+    return NULL;
+}

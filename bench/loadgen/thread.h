@@ -1,0 +1,78 @@
+/*
+ * A load-generating thread: its schedule, its connections, its event loop
+ * and its statistics. Threads share nothing while they run but the start
+ * time, set once before the run, and a progress counter.
+ */
+#ifndef LG_THREAD_H
+#define LG_THREAD_H
+
+#include <pthread.h>
+#include <stdint.h>
+
+#include "arrival.h"
+#include "conn.h"
+#include "options.h"
+#include "rng.h"
+#include "stats.h"
+
+struct event_base;
+struct event;
+
+/* Shared between main and the threads. */
+typedef struct {
+    pthread_barrier_t connected, started;
+    uint64_t start_ns;          /* written by main between the barriers */
+    int abort;                  /* a thread could not connect */
+    unsigned finished;          /* threads done (atomic), for the progress line */
+} lg_run;
+
+typedef struct lg_thread {
+    unsigned id;
+    const lg_options *o;
+    lg_run *run;
+    pthread_t tid;
+    struct event_base *base;
+    int tfd;                    /* timerfd that ends blocking waits */
+    struct event *wake;
+    lg_schedule sched;
+    lg_rng rng;                 /* request contents */
+    lg_conn *conns;
+    unsigned nconns, rr;
+    uint64_t next_ns;           /* next scheduled send */
+    uint64_t measure_start, measure_end, deadline;
+    uint64_t to_measure;        /* --requests: measured requests left */
+    int generating, measuring, ending, connecting;
+    unsigned up;                /* connections established at start-up */
+    uint64_t last_measured_ns;  /* schedule time of the last measured request */
+    uint64_t pending;           /* measured requests not yet answered */
+    uint64_t next_flush;        /* batching clock */
+    unsigned down;              /* connections waiting to reconnect */
+    uint64_t next_retry;
+    lg_stats st;
+    lg_client_stats *clients;   /* one per connection slot */
+    uint64_t progress;          /* completed, read by main (relaxed) */
+    int failed;
+    char err[LG_ERRLEN];
+} lg_thread;
+
+int lg_thread_init(lg_thread *t, unsigned id, const lg_options *o, lg_run *run);
+void lg_thread_free(lg_thread *t);
+void *lg_thread_main(void *arg);
+
+/* Connection callbacks. */
+void lg_thread_sent(lg_thread *t, const lg_req *req);
+/* One write() carried `n` requests. */
+void lg_thread_batch(lg_thread *t, unsigned n);
+void lg_thread_reply(lg_thread *t, lg_conn *c, const lg_req *req, uint64_t now,
+                     lg_reply_rc rc, const lg_reply *reply);
+/* A request will never be answered: lost with its connection
+ * (`sent`), or still queued when the run ended. */
+void lg_thread_dropped(lg_thread *t, const lg_req *req, int sent);
+void lg_thread_unexpected(lg_thread *t);
+/* Work (not waiting) that began at `start` ends now: counted while
+ * measuring, it says how close the thread is to its capacity. */
+void lg_thread_busy(lg_thread *t, uint64_t start);
+void lg_thread_connected(lg_thread *t, lg_conn *c, uint64_t now);
+void lg_thread_conn_down(lg_thread *t, lg_conn *c, uint64_t now, int connect_failed);
+
+#endif

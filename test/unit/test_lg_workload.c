@@ -1,0 +1,188 @@
+/* loadgen workload: popularity shapes, size distributions, key names. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <criterion/criterion.h>
+
+#include "parse.h"
+#include "workload.h"
+
+#define DRAWS 1000000
+
+static lg_popularity pop_ok(const char *spec, uint64_t n)
+{
+    char err[LG_ERRLEN] = "";
+    lg_popularity p;
+
+    cr_assert_eq(lg_pop_parse(spec, &p, err), 0, "'%s': %s", spec, err);
+    cr_assert_eq(lg_pop_init(&p, n, err), 0, "%s", err);
+    return p;
+}
+
+static uint64_t *histogram(const lg_popularity *p, uint64_t seed)
+{
+    uint64_t *count = calloc(p->n, sizeof(*count));
+    lg_rng r;
+
+    lg_rng_seed(&r, seed, 0);
+    for (int i = 0; i < DRAWS; i++) {
+        uint64_t k = lg_pop_draw(p, &r);
+
+        cr_assert(k < p->n);
+        count[k]++;
+    }
+    return count;
+}
+
+/* Binomial count within 5 standard deviations of n*p. */
+static void assert_count(uint64_t got, double prob, const char *what)
+{
+    double mean = DRAWS * prob, sd = sqrt(DRAWS * prob * (1 - prob));
+
+    cr_assert(fabs((double)got - mean) <= 5 * sd + 1, "%s: %llu, expected %.1f (sd %.1f)", what,
+              (unsigned long long)got, mean, sd);
+}
+
+Test(popularity, uniform_is_flat)
+{
+    lg_popularity p = pop_ok("uniform", 10);
+    uint64_t *c = histogram(&p, 1);
+
+    for (int k = 0; k < 10; k++)
+        assert_count(c[k], 0.1, "uniform key");
+    free(c);
+}
+
+Test(popularity, zipf_follows_power_law)
+{
+    static const int ranks[] = { 0, 1, 2, 9, 99, 999 };
+    lg_popularity p = pop_ok("zipf:0.99", 1000);
+    uint64_t *c = histogram(&p, 2);
+    double h = 0;
+
+    for (int k = 1; k <= 1000; k++)
+        h += pow(k, -0.99);
+    for (size_t i = 0; i < sizeof(ranks) / sizeof(ranks[0]); i++)
+        assert_count(c[ranks[i]], pow(ranks[i] + 1, -0.99) / h, "zipf rank");
+    cr_assert(c[0] > c[1] && c[1] > c[9] && c[9] > c[999]);
+    free(c);
+    lg_pop_free(&p);
+}
+
+Test(popularity, gpareto_follows_truncated_cdf)
+{
+    /* ranks = floor(X), X ~ GPD(scale 0.01*n, shape 0.5) truncated to [0, n) */
+    static const double at[] = { 1, 10, 100, 1000 };
+    lg_popularity p = pop_ok("gpareto:scale=0.01,shape=0.5", 10000);
+    uint64_t *c = histogram(&p, 3), below = 0;
+    double sigma = 0.01 * 10000;
+    size_t next = 0;
+
+#define GPD_CDF(x) (1 - pow(1 + 0.5 * (x) / sigma, -1 / 0.5))
+    for (uint64_t k = 0; k < p.n && next < 4; k++) {
+        if ((double)k == at[next]) {
+            assert_count(below, GPD_CDF(at[next]) / GPD_CDF(10000.0), "gpareto P(rank < r)");
+            next++;
+        }
+        below += c[k];
+    }
+#undef GPD_CDF
+    cr_assert_eq(next, 4);
+    free(c);
+}
+
+Test(popularity, bad_specs_name_the_value)
+{
+    static const char *const bad[][2] = {
+        { "zipf", "'zipf'" }, { "zipf:-1", "'-1'" }, { "gpareto:scale=1", "shape=" },
+        { "gpareto:scale=0,shape=1", "scale 0" }, { "lognormal", "'lognormal'" },
+    };
+
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        char err[LG_ERRLEN] = "";
+        lg_popularity p;
+
+        cr_assert_eq(lg_pop_parse(bad[i][0], &p, err), -1, "'%s' accepted", bad[i][0]);
+        cr_assert(strstr(err, bad[i][1]), "'%s': '%s' lacks '%s'", bad[i][0], err, bad[i][1]);
+    }
+}
+
+static lg_size size_ok(const char *spec, int is_key)
+{
+    char err[LG_ERRLEN] = "";
+    lg_size s;
+
+    cr_assert_eq(lg_size_parse(spec, is_key, &s, err), 0, "'%s': %s", spec, err);
+    return s;
+}
+
+static double mean_size(const lg_size *s, uint32_t *lo, uint32_t *hi)
+{
+    double sum = 0;
+    lg_rng r;
+
+    lg_rng_seed(&r, 5, 0);
+    *lo = UINT32_MAX;
+    *hi = 0;
+    for (int i = 0; i < DRAWS; i++) {
+        uint32_t x = lg_size_draw(s, &r);
+
+        sum += x;
+        *lo = x < *lo ? x : *lo;
+        *hi = x > *hi ? x : *hi;
+    }
+    return sum / DRAWS;
+}
+
+Test(sizes, fixed_uniform_and_etc)
+{
+    lg_size fixed = size_ok("100", 0), uni = size_ok("uniform:10-20", 0), etc = size_ok("etc", 0);
+    uint32_t lo, hi;
+    double m;
+
+    m = mean_size(&fixed, &lo, &hi);
+    cr_assert(lo == 100 && hi == 100 && m == 100);
+    m = mean_size(&uni, &lo, &hi);
+    cr_assert(lo == 10 && hi == 20 && fabs(m - 15) < 0.05, "uniform %u..%u mean %g", lo, hi, m);
+    /* ETC values: GPareto(0, 214.476, 0.348238), mean sigma / (1 - xi),
+     * give or take rounding to whole bytes. */
+    m = mean_size(&etc, &lo, &hi);
+    cr_assert(fabs(m / (214.476 / (1 - 0.348238)) - 1) < 0.02, "etc value mean %g", m);
+}
+
+Test(sizes, bad_specs)
+{
+    static const char *const bad[][2] = {
+        { "uniform:20-10", "'10'" }, { "uniform:5", "uniform:MIN-MAX" }, { "-3", "'-3'" },
+        { "gpareto:loc=0,scale=1", "shape=" }, { "big", "'big'" },
+    };
+
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        char err[LG_ERRLEN] = "";
+        lg_size s;
+
+        cr_assert_eq(lg_size_parse(bad[i][0], 0, &s, err), -1, "'%s' accepted", bad[i][0]);
+        cr_assert(strstr(err, bad[i][1]), "'%s': '%s' lacks '%s'", bad[i][0], err, bad[i][1]);
+    }
+}
+
+Test(keys, names_are_unique_sized_and_stable)
+{
+    lg_workload w = { .keys = 1000, .seed = 9 };
+    char a[LG_MAX_KEY + 1], b[LG_MAX_KEY + 1];
+
+    w.key_size = size_ok("30", 1);
+    w.value_size = size_ok("etc", 0);
+    for (uint64_t i = 0; i < 1000; i++) {
+        cr_assert_eq(lg_key_name(&w, i, a), 30);
+        cr_assert_eq(strlen(a), 30);
+        lg_key_name(&w, i, b);
+        cr_assert_str_eq(a, b);
+        cr_assert_eq(lg_value_size(&w, i), lg_value_size(&w, i), "value size must be per key");
+        if (i > 0) {
+            lg_key_name(&w, i - 1, b);
+            cr_assert_str_neq(a, b);
+        }
+    }
+}
