@@ -369,10 +369,12 @@ def compact_results(results: dict[str, Any], per_octave: int) -> dict[str, Any]:
     if per_octave not in (4, 8, 16, 32, 64):
         raise ExperimentError(f"buckets per power of two must be 4, 8, 16, 32 or 64, not {per_octave}")
     out = json.loads(json.dumps(results))
-    for _, run in iter_runs(out):
+    profile_runs = [run for p in out.get("profiles", []) for run in p.get("runs", [])]
+    for run in [r for _, r in iter_runs(out)] + profile_runs:
         lg = run.get("loadgen") or {}
-        if lg.get("latency_scheduled"):
-            lg["latency_scheduled"] = compact_histogram(lg["latency_scheduled"], per_octave)
+        for key in ("latency_scheduled", "batch_size"):
+            if lg.get(key):
+                lg[key] = compact_histogram(lg[key], per_octave)
     out.setdefault("notes", []).append(
         f"Latency histograms in this results file were compacted to {per_octave} buckets per power "
         f"of two (loadgen records 64): quantiles are within {100 / per_octave:.1f}% of the recorded ones.")

@@ -219,11 +219,12 @@ def experiment_blocks(results: dict[str, Any], exp: dict[str, Any], out: Path) -
                          f"{t['p_value']:.2g}"] for t in q["terms"]]))
     name = exp["name"]
     for fn, fname, caption in (
-            (lambda p: plots.cdf_tails(results, exp, p), f"{name}-tail.png",
+            (lambda p: plots.cdf_tails(results, exp, p) if not exp.get("sweep") else None, f"{name}-tail.png",
              "Latency tail, 80th to 99.9th percentile, stock/off vs knob"),
             (lambda p: plots.improvement_vs_load(exp, p), f"{name}-ratio-vs-load.png",
              "Improvement vs load: ratio knob/baseline with 95% CI"),
-            (lambda p: plots.batch_cdfs(results, exp, p) if exp["server"] == "memcached" else None,
+            (lambda p: plots.batch_cdfs(results, exp, p)
+             if any("batch_interval_us" in prm for prm in exp["params"].values()) else None,
              f"{name}-batch-cdf.png", "Client batch sizes (requests per send), CDF"),
             (lambda p: plots.sensitivity(exp, p), f"{name}-sensitivity.png",
              f"Sensitivity to {exp.get('sweep')}")):
