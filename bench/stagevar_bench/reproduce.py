@@ -96,7 +96,8 @@ def lru(size: Size, name: str) -> tuple[list[Design], dict[str, Any], Level, Lev
     loads = {"tiny": [10000.0], "quick": [25000.0], "full": [10000.0, 25000.0]}[name]
     common = dict(server="memcached", server_cpus="1" if cpus() > 1 else None, client_cpus="0",
                   server_args=["-t", "1", "-m", "16"],
-                  client_args=["-c", "4", "--get-ratio", "0.9", "--keys", "200000", "--key-size", "20",
+                  client_args=["-c", "4", "--get-ratio", "0.9", "--keys", "50000" if name == "tiny" else "200000",
+                               "--key-size", "20",
                                "--value-size", "50", "--preload"],
                   duration_s=size.duration_s, warmup_s=size.warmup_s, ideal_servers=1)
     off = Level("maintainer-thread", "fork", params={"budget_us": 0, "cores": 1})
@@ -110,14 +111,14 @@ def lru(size: Size, name: str) -> tuple[list[Design], dict[str, Any], Level, Lev
                   **common)  # type: ignore[arg-type]
     designs = [main]
     if size.sweeps:
-        budgets = [10, 200] if name != "full" else [10, 50, 200, 1000]
+        budgets = {"tiny": [200], "quick": [10, 200]}.get(name, [10, 50, 200, 1000])
         levels = [replace(off)] + [Level(f"amortized-{b}us", "fork", server_args=["-o", f"{LRU_OPTION}={b}"],
                                          params={"budget_us": b, "cores": 1}) for b in budgets]
         designs.append(Design(name="lru-budget-sweep", levels=levels, loads=[loads[-1]], arrivals=["exp"],
                               runs=size.sweep_runs, sweep="budget_us", seed=3,
                               description="The amortized budget swept (0 = the maintainer thread).",
                               **common))  # type: ignore[arg-type]
-        if cpus() > 1:
+        if cpus() > 1 and name != "tiny":
             two = dict(common, server_cpus=None)
             cl = [replace(off, name="thread-1core", server_cpus="1"),
                   replace(on, name="amortized-1core", server_cpus="1"),
