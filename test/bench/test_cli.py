@@ -108,10 +108,17 @@ def test_analyze_and_report_from_results(tmp_path: Path) -> None:
     md = (tmp_path / "rep" / "report.md").read_text()
     assert "Paper's claim vs measured here" in md
     assert "p99 at 2000 (exp) <= x1: met" in md
-    for png in ("synthetic-tail.png", "synthetic-ratio-vs-load.png", "synthetic-sensitivity.png"):
+    # A sweep gets its sensitivity curve; a factorial experiment its tail plot.
+    for png in ("synthetic-ratio-vs-load.png", "synthetic-sensitivity.png"):
         assert (tmp_path / "rep" / "plots" / png).stat().st_size > 5000
         assert f"plots/{png}" in md
+    assert not (tmp_path / "rep" / "plots" / "synthetic-tail.png").exists()
     assert "<table>" in (tmp_path / "rep" / "report.html").read_text()
+    res["experiments"][0]["design"]["sweep"] = None
+    save_results(res, path)
+    assert stagevar("report", str(path), "--out", str(tmp_path / "rep2")).returncode == 0
+    assert (tmp_path / "rep2" / "plots" / "synthetic-tail.png").stat().st_size > 5000
+    assert not (tmp_path / "rep2" / "plots" / "synthetic-sensitivity.png").exists()
 
 
 def test_failed_runs_are_reported_not_fatal(tmp_path: Path) -> None:
