@@ -149,8 +149,20 @@ static int parse_pareto(const char *list, lg_arrival *a, char *err)
         snprintf(err, LG_ERRLEN, "'pareto:%s': need 0 < lo < hi", list);
         return -1;
     }
-    if (has_cv2)
-        return lg_bpareto_alpha_for_cv2(cv2, a->lo_ns, a->hi_ns, &a->alpha, err);
+    /* The moments grow like (hi/lo)^2: past this ratio they overflow a
+     * double for some alpha (lo=1e-299 made C^2 NaN; found by fuzzing). */
+    if (a->hi_ns / a->lo_ns > LG_PARETO_MAX_RANGE) {
+        snprintf(err, LG_ERRLEN, "'pareto:%s': hi/lo is %g, at most %g", list, a->hi_ns / a->lo_ns,
+                 LG_PARETO_MAX_RANGE);
+        return -1;
+    }
+    if (has_cv2 && lg_bpareto_alpha_for_cv2(cv2, a->lo_ns, a->hi_ns, &a->alpha, err) < 0)
+        return -1;
+    if (!isfinite(lg_arrival_cv2(a)) || !(lg_bpareto_moment(a->alpha, a->lo_ns, a->hi_ns, 1) > 0)) {
+        snprintf(err, LG_ERRLEN, "'pareto:%s': alpha %g on this range has no usable mean and C^2",
+                 list, a->alpha);
+        return -1;
+    }
     return 0;
 }
 
@@ -274,8 +286,18 @@ int lg_trace_load(const char *path, lg_trace *t, char *err)
         snprintf(err, LG_ERRLEN, "%s: out of memory", path);
         return -1;
     }
-    while (rc == 0 && fgets(line, sizeof(line), f)) {
+    while (rc == 0) {
+        const char *why;
+        int got = lg_read_line(f, line, sizeof(line), &why);
+
+        if (got == 0)
+            break;
         lineno++;
+        if (got < 0) {
+            snprintf(err, LG_ERRLEN, "%s:%u: %s", path, lineno, why);
+            rc = -1;
+            break;
+        }
         chomp(line);
         if (line[0] != '\0' && line[0] != '#')
             rc = trace_add_line(t, &cap, path, lineno, line, err);
@@ -399,7 +421,9 @@ uint64_t lg_schedule_next(lg_schedule *s)
 {
     double now = s->next_ns;
 
-    if (!isfinite(now))
+    /* A tiny trace rate (say 1e-12 req/s) puts the next send past the
+     * year 2554: as good as never, and not convertible to uint64_t. */
+    if (!(now < 0x1p64))
         return UINT64_MAX;
     advance(s, lg_arrival_unit_gap(s->arrival, &s->rng));
     return (uint64_t)now;

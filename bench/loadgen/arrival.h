@@ -30,6 +30,8 @@ typedef struct {
 /* The paper's bounded Pareto range, used when only a C^2 is given. */
 #define LG_PARETO_LO_NS 5e3
 #define LG_PARETO_HI_NS 1e8
+/* Widest hi/lo accepted: the paper's range is 2e4. */
+#define LG_PARETO_MAX_RANGE 1e12
 
 /* "det", "exp", "pareto:alpha=A[,lo=T,hi=T]" or "pareto:cv2=C[,lo=T,hi=T]". */
 int lg_arrival_parse(const char *spec, lg_arrival *a, char *err);
@@ -81,7 +83,7 @@ void lg_schedule_init(lg_schedule *s, const lg_arrival *a, double rate,
                       const lg_trace *trace, double share, double origin_ns,
                       double start_ns, uint64_t seed, uint64_t stream);
 /* The next send time (ns, absolute), and advance. UINT64_MAX once the
- * rate stays 0 for ever. */
+ * rate stays 0 for ever, or the next send lies beyond 2^64 ns. */
 uint64_t lg_schedule_next(lg_schedule *s);
 
 #endif

@@ -169,32 +169,52 @@ static int opt_spec(const char *name, int rc, const char *why, char *err)
     return rc;
 }
 
-/* "0,2-3" into o->cpu[]. */
+/* One item of a CPU list, "N" or "A-B", appended to o->cpu[]. */
+static int parse_cpu_item(lg_options *o, char *item, const char *list, char *err)
+{
+    char *dash = strchr(item, '-'), why[LG_ERRLEN];
+    uint64_t a, b;
+
+    if (dash)
+        *dash = '\0';
+    if (lg_parse_u64(item, 0, CPU_SETSIZE - 1, &a, why) < 0 ||
+        lg_parse_u64(dash ? dash + 1 : item, 0, CPU_SETSIZE - 1, &b, why) < 0) {
+        snprintf(err, LG_ERRLEN, "--cpus '%s': %s", list, why);
+        return -1;
+    }
+    if (b < a) {
+        snprintf(err, LG_ERRLEN, "--cpus '%s': range '%s-%s' runs backwards", list, item, dash + 1);
+        return -1;
+    }
+    for (; a <= b && o->ncpus < LG_MAX_CPUS; a++)
+        o->cpu[o->ncpus++] = (int)a;
+    return 0;
+}
+
+/* "0,2-3" into o->cpu[]. Items are split by hand, not with strtok: an
+ * empty item ("0,,1", "0,") is a typo to report, not a gap to skip. */
 static int parse_cpus(lg_options *o, const char *list, char *err)
 {
-    char *copy = strdup(list), *tok, *save = NULL;
+    char *copy = strdup(list), *item, *comma;
     int rc = 0;
 
+    if (!copy) {
+        snprintf(err, LG_ERRLEN, "out of memory");
+        return -1;
+    }
     o->ncpus = 0;
-    for (tok = strtok_r(copy, ",", &save); tok && rc == 0; tok = strtok_r(NULL, ",", &save)) {
-        char *dash = strchr(tok, '-'), why[LG_ERRLEN];
-        uint64_t a, b;
-
-        if (dash)
-            *dash = '\0';
-        if (lg_parse_u64(tok, 0, CPU_SETSIZE - 1, &a, why) < 0 ||
-            lg_parse_u64(dash ? dash + 1 : tok, a, CPU_SETSIZE - 1, &b, why) < 0) {
-            snprintf(err, LG_ERRLEN, "--cpus '%s': %s", list, why);
+    for (item = copy; rc == 0 && item; item = comma ? comma + 1 : NULL) {
+        comma = strchr(item, ',');
+        if (comma)
+            *comma = '\0';
+        if (*item == '\0') {
+            snprintf(err, LG_ERRLEN, "--cpus '%s' has an empty item; want CPUs such as 0,2-3", list);
             rc = -1;
+        } else {
+            rc = parse_cpu_item(o, item, list, err);
         }
-        for (; rc == 0 && a <= b && o->ncpus < LG_MAX_CPUS; a++)
-            o->cpu[o->ncpus++] = (int)a;
     }
     free(copy);
-    if (rc == 0 && o->ncpus == 0) {
-        snprintf(err, LG_ERRLEN, "--cpus '%s' names no CPU", list);
-        rc = -1;
-    }
     return rc;
 }
 
@@ -220,16 +240,20 @@ static int load_paths(lg_options *o, const char *file, char *err)
 {
     FILE *f = fopen(file, "r");
     char line[1024];
-    int rc = 0;
+    const char *why;
+    int rc = 0, got;
 
     if (!f) {
         snprintf(err, LG_ERRLEN, "--paths-file: cannot open '%s': %m", file);
         return -1;
     }
-    while (rc == 0 && fgets(line, sizeof(line), f)) {
-        line[strcspn(line, "\r\n")] = '\0';
-        if (line[0] != '\0' && line[0] != '#')
+    while (rc == 0 && (got = lg_read_line(f, line, sizeof(line), &why)) != 0) {
+        if (got < 0) {
+            snprintf(err, LG_ERRLEN, "--paths-file: '%s': %s", file, why);
+            rc = -1;
+        } else if (line[0] != '\0' && line[0] != '#') {
             rc = add_path(o, line, err);
+        }
     }
     fclose(f);
     if (rc == 0 && o->npaths == 0) {
@@ -263,7 +287,7 @@ static void set_defaults(lg_options *o, int argc, char **argv)
 /* Which options were given, for the cross-checks. */
 typedef struct {
     int duration, requests, conns, rpc, port, multiget, path, preload, keysize, valsize, getratio;
-    const char *keysize_spec, *valsize_spec, *pop_spec;
+    const char *keysize_spec, *valsize_spec, *pop_spec, *duration_arg, *rate_arg;
 } seen_opts;
 
 static int parse_target_opt(lg_options *o, int c, const char *v, seen_opts *s, char *err)
@@ -289,9 +313,13 @@ static int parse_load_opt(lg_options *o, int c, const char *v, seen_opts *s, cha
     case O_RATE: {
         char why[LG_ERRLEN];
 
+        s->rate_arg = v;
         return opt_spec("rate", lg_parse_double(v, 1e-3, 1e9, &o->rate, why), why, err);
     }
-    case O_DURATION: s->duration = 1; return opt_time("duration", v, 1e9, &o->duration_ns, err);
+    case O_DURATION:
+        s->duration = 1;
+        s->duration_arg = v;
+        return opt_time("duration", v, 1e9, &o->duration_ns, err);
     case O_REQUESTS: s->requests = 1; return opt_u("requests", v, 1, UINT64_MAX / 2, &o->requests, err);
     case O_WARMUP: return opt_time("warmup", v, 1e9, &o->warmup_ns, err);
     case O_TIMEOUT: return opt_time("timeout", v, 1e9, &o->timeout_ns, err);
@@ -460,8 +488,11 @@ static int check_combinations(lg_options *o, const seen_opts *s, char *err)
         return fail(err, "--multiget, --preload, --get-ratio, --key-size and --value-size are memcache options, not http");
     if (!http && s->path)
         return fail(err, "--path and --paths-file are http options; add --protocol http");
-    if (o->rate / o->threads > 5e6)
-        return fail(err, "--rate over 5M requests/s per thread cannot be paced; add --threads");
+    if (o->rate / o->threads > 5e6) {
+        snprintf(err, LG_ERRLEN, "--rate '%s' over %u thread(s) is over 5M requests/s per thread, "
+                 "which cannot be paced; add --threads", s->rate_arg, o->threads);
+        return -1;
+    }
     return 0;
 }
 
@@ -495,8 +526,10 @@ static int finish(lg_options *o, const seen_opts *s, char *err)
 {
     if (!s->duration && !s->requests)
         o->duration_ns = 10e9;
-    if (s->duration && o->duration_ns < 1e6)
-        return fail(err, "--duration must be at least 1ms");
+    if (s->duration && o->duration_ns < 1e6) {
+        snprintf(err, LG_ERRLEN, "--duration: '%s' is too short: it must be at least 1ms", s->duration_arg);
+        return -1;
+    }
     if (!s->port)
         o->port = o->proto == LG_PROTO_HTTP ? 80 : 11211;
     if (check_combinations(o, s, err) < 0 || check_cpus(o, err) < 0 || build_specs(o, s, err) < 0)
@@ -518,7 +551,7 @@ static int bad_option(int c, int argc, char **argv, char *err)
     return LG_OPT_ERROR;
 }
 
-int lg_options_parse(lg_options *o, int argc, char **argv, char *err)
+static int parse_args(lg_options *o, int argc, char **argv, char *err)
 {
     seen_opts seen;
     int c;
@@ -546,6 +579,23 @@ int lg_options_parse(lg_options *o, int argc, char **argv, char *err)
         return LG_OPT_ERROR;
     }
     return finish(o, &seen, err) < 0 ? LG_OPT_ERROR : LG_OPT_RUN;
+}
+
+/* Error reasons quote the values given, which may hold a newline or a
+ * terminal escape: shown as '?', so the reason stays one plain line. */
+static int one_line(char *err)
+{
+    for (; *err; err++)
+        if ((unsigned char)*err < 0x20 || *err == 0x7f)
+            *err = '?';
+    return LG_OPT_ERROR;
+}
+
+int lg_options_parse(lg_options *o, int argc, char **argv, char *err)
+{
+    int rc = parse_args(o, argc, argv, err);
+
+    return rc == LG_OPT_ERROR ? one_line(err) : rc;
 }
 
 void lg_options_free(lg_options *o)

@@ -81,18 +81,46 @@ int lg_parse_time_ns(const char *s, double unit_ns, double *out_ns, char *err)
         snprintf(err, LG_ERRLEN, "'%s' is a negative time", s);
         return -1;
     }
-    if (*rest == '\0') {
-        *out_ns = v * unit_ns;
-        return 0;
+    for (i = 0; *rest != '\0' && i < sizeof(units) / sizeof(units[0]); i++)
+        if (strcmp(rest, units[i].suffix) == 0)
+            break;
+    if (i == sizeof(units) / sizeof(units[0])) {
+        snprintf(err, LG_ERRLEN, "'%s' has an unknown time unit (use ns, us, ms or s)", s);
+        return -1;
     }
-    for (i = 0; i < sizeof(units) / sizeof(units[0]); i++) {
-        if (strcmp(rest, units[i].suffix) == 0) {
-            *out_ns = v * units[i].ns;
-            return 0;
+    v *= *rest == '\0' ? unit_ns : units[i].ns;
+    /* Times end up as uint64_t nanoseconds: keep far from 2^64 (and from
+     * infinity, which ".01e308s" would give). */
+    if (!(v <= LG_TIME_MAX_NS)) {
+        snprintf(err, LG_ERRLEN, "'%s' is too long (at most %g s)", s, LG_TIME_MAX_NS / 1e9);
+        return -1;
+    }
+    *out_ns = v;
+    return 0;
+}
+
+int lg_read_line(FILE *f, char *buf, size_t cap, const char **why)
+{
+    size_t n = 0;
+    int c;
+
+    while ((c = getc(f)) != EOF && c != '\n') {
+        if (c == '\0') {
+            *why = "holds a NUL byte: not a text file";
+            return -1;
         }
+        if (n + 1 >= cap) {
+            *why = "line too long";
+            return -1;
+        }
+        buf[n++] = (char)c;
     }
-    snprintf(err, LG_ERRLEN, "'%s' has an unknown time unit (use ns, us, ms or s)", s);
-    return -1;
+    if (c == EOF && n == 0)
+        return 0;
+    if (n > 0 && buf[n - 1] == '\r')
+        n--;
+    buf[n] = '\0';
+    return 1;
 }
 
 const char *lg_split_kind(const char *s, char *name, size_t cap)

@@ -46,8 +46,13 @@ int lg_mc_encode(const lg_workload *w, const lg_req *req, lg_buf *out)
  * the line is too long to be a reply. */
 static long line_len(const char *buf, size_t len)
 {
-    const char *nl = memchr(buf, '\n', len < MAX_LINE ? len : MAX_LINE);
+    const char *nl;
 
+    /* An empty buffer may have no storage yet (NULL), and memchr must not
+     * be given NULL even for 0 bytes (UBSAN: nonnull-attribute). */
+    if (len == 0)
+        return -1;
+    nl = memchr(buf, '\n', len < MAX_LINE ? len : MAX_LINE);
     if (!nl)
         return len >= MAX_LINE ? -2 : -1;
     if (nl == buf || nl[-1] != '\r')

@@ -81,8 +81,16 @@ int lg_size_parse(const char *spec, int is_key, lg_size *s, char *err)
         s->kind = kind[1] == 'p' ? LG_SIZE_GPARETO : LG_SIZE_GEV;
         if (!rest)
             rest = "";
-        return size_kv(rest, "loc", &s->a, err) < 0 || size_kv(rest, "scale", &s->b, err) < 0 ||
-               size_kv(rest, "shape", &s->c, err) < 0 ? -1 : 0;
+        if (size_kv(rest, "loc", &s->a, err) < 0 || size_kv(rest, "scale", &s->b, err) < 0 ||
+            size_kv(rest, "shape", &s->c, err) < 0)
+            return -1;
+        /* scale 0 is not a distribution, and times an infinite tail it
+         * would make every draw NaN. */
+        if (s->b <= 0) {
+            snprintf(err, LG_ERRLEN, "'%s': scale %g must be > 0", spec, s->b);
+            return -1;
+        }
+        return 0;
     }
     if (lg_parse_u64(spec, s->min, s->max, &n, why) == 0) {
         s->kind = LG_SIZE_FIXED;
@@ -118,7 +126,9 @@ uint32_t lg_size_draw(const lg_size *s, lg_rng *r)
         break;
     }
     x = floor(x + 0.5);
-    return x < s->min ? s->min : x > s->max ? s->max : (uint32_t)x;
+    /* Written so that a NaN (no draw should give one) lands on min
+     * rather than in a float-to-integer conversion, which is undefined. */
+    return !(x >= s->min) ? s->min : x > s->max ? s->max : (uint32_t)x;
 }
 
 /* ---- popularity ----------------------------------------------------- */

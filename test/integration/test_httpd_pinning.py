@@ -16,7 +16,7 @@ from typing import Callable, Iterator
 
 import pytest
 
-from conftest import binary_or_skip, httpd_config_test
+from conftest import binary_or_skip
 from stagevar_bench.servers import LOOPBACK, HttpdServer, wait_for_port
 
 ALLOWED = sorted(os.sched_getaffinity(0))
@@ -261,34 +261,6 @@ def test_one_process_mode_warns_once_and_does_not_pin(fork_httpd: Path) -> None:
         assert text.count("ProcessCorePinning: ignored in one-process mode") == 1, text
     finally:
         server.stop()
-
-
-OUTSIDE = max(ALLOWED) + 1
-BAD_DIRECTIVES = [
-    ("ProcessCorePinning maybe", "ProcessCorePinning must be On or Off"),
-    ('ProcessCoreList ""', "ProcessCoreList takes one argument"),
-    ("ProcessCoreList 0-x", "'0-x'"),
-    ("ProcessCoreList 1,,2", "'' in '1,,2'"),
-    ("ProcessCoreList 0,", "'' in '0,'"),
-    ("ProcessCoreList -1", "'-1'"),
-    ("ProcessCoreList 3-1", "'3-1'"),
-    ("ProcessCoreList 99999", "'99999'"),
-    ("ProcessCoreList 0 1", "takes one argument"),
-    (f"ProcessCoreList 0-{OUTSIDE}", f"CPU {OUTSIDE} in '0-{OUTSIDE}' is not one this server may run on"),
-    ("<VirtualHost 127.0.0.1:1>\nProcessCorePinning on\n</VirtualHost>",
-     "cannot occur within <VirtualHost> section"),
-]
-
-
-@pytest.mark.parametrize("directive,message", BAD_DIRECTIVES,
-                         ids=[d.split("\n")[-2 if "\n" in d else 0] + (" in vhost" if "\n" in d else "")
-                              for d, _ in BAD_DIRECTIVES])
-def test_bad_directive_is_a_config_error_naming_line_and_value(
-        fork_httpd: Path, directive: str, message: str) -> None:
-    proc, where = httpd_config_test(fork_httpd, directive, "Process")
-    assert proc.returncode != 0, proc.stderr
-    assert where in proc.stderr, proc.stderr
-    assert message in proc.stderr, proc.stderr
 
 
 @pytest.mark.parametrize("directives", ["ProcessCorePinning off", "ProcessCorePinning on",

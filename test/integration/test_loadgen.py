@@ -23,17 +23,10 @@ from typing import Any, Callable, Iterator
 
 import pytest
 
-from conftest import binary_or_skip
-from stagevar_bench.servers import LOOPBACK, REPO, HttpdServer, MemcachedServer
+from conftest import binary_or_skip, loadgen_binary
+from stagevar_bench.servers import LOOPBACK, HttpdServer, MemcachedServer
 
 RUN_TIMEOUT_S = 60
-
-
-def loadgen_binary() -> Path:
-    path = Path(os.environ.get("STAGEVAR_LOADGEN", REPO / "bench" / "loadgen" / "loadgen"))
-    if not path.exists():
-        pytest.skip(f"{path} is not built (run make)")
-    return path
 
 
 def loadgen(tmp_path: Path, *args: str) -> tuple[dict[str, Any], str]:
@@ -302,29 +295,6 @@ def test_garbage_replies_are_counted_unexpected(tmp_path: Path) -> None:
 
 
 # ---- the command line ------------------------------------------------------
-
-@pytest.mark.parametrize("args, needle", [
-    (["--rate", "-5"], "'-5'"),
-    (["--rate", "lots"], "'lots'"),
-    (["--duration", "3 parsecs"], "3 parsecs"),
-    (["--threads", "0"], "'0'"),
-    (["--arrival", "pareto:cv2=5000"], "5000"),
-    (["--protocol", "ftp"], "'ftp'"),
-    (["--server", "192.0.2.1"], "not a loopback address"),
-    (["--cpus", "9999"], "9999"),
-    (["--duration", "1", "--requests", "10"], "exclude each other"),
-    (["--max-outstanding", "0"], "'0'"),
-    (["--no-such-flag"], "'--no-such-flag'"),
-    (["--protocol", "http", "--preload"], "memcache options"),
-    (["--trace", "/nonexistent.csv"], "/nonexistent.csv"),
-])
-def test_bad_flags_are_refused_clearly(args: list[str], needle: str) -> None:
-    proc = subprocess.run([str(loadgen_binary()), *args], capture_output=True, text=True, timeout=10)
-    assert proc.returncode == 2
-    assert proc.stdout == ""
-    assert proc.stderr.startswith("loadgen: ") and proc.stderr.count("\n") == 1, proc.stderr
-    assert needle in proc.stderr, proc.stderr
-
 
 def test_refused_connection_exits_nonzero(tmp_path: Path) -> None:
     with socket.socket() as s:

@@ -6,7 +6,6 @@ import os
 import signal
 import socket
 import struct
-import subprocess
 import time
 from typing import Iterator
 
@@ -282,19 +281,3 @@ def test_reset_clears_every_worker() -> None:
         assert num(stats, "parse_to_response:count") == 1, "only the reset itself"
     finally:
         server.stop()
-
-
-@pytest.mark.parametrize("option, message", [
-    ("stage_trace=maybe", "stage_trace: 'maybe' is not 0 or 1"),
-    ("stage_trace=2", "stage_trace: '2' is not 0 or 1"),
-    ("stage_trace_kernel=maybe", "stage_trace_kernel: 'maybe' is not 0 or 1"),
-    ("stage_trace_kernel=", "stage_trace_kernel: '' is not 0 or 1"),
-    ("stage_trace_kernel", "stage_trace_kernel: '' is not 0 or 1"),
-])
-def test_bad_option_values_are_refused(option: str, message: str) -> None:
-    binary = binary_or_skip("fork", "memcached")
-    user = ["-u", "nobody"] if os.geteuid() == 0 else []
-    result = subprocess.run([str(binary), *user, "-p", "0", "-U", "0", "-o", option],
-                            capture_output=True, text=True, timeout=10)
-    assert result.returncode != 0
-    assert message in result.stderr + result.stdout

@@ -49,6 +49,9 @@ Test(memcache, frames_get_replies)
     /* Every proper prefix needs more bytes. */
     for (size_t n = 0; n < strlen(hit) - 4; n++)
         cr_assert_eq(lg_mc_parse(&w, &get, hit, n, &rep), LG_REPLY_MORE, "prefix %zu", n);
+    /* An empty input buffer has no storage yet (found by UBSAN in the
+     * preload path: memchr was handed NULL). */
+    cr_assert_eq(lg_mc_parse(&w, &get, NULL, 0, &rep), LG_REPLY_MORE);
 }
 
 Test(memcache, unexpected_and_error_replies)

@@ -107,6 +107,20 @@ Test(schedule, rate_zero_forever_ends_the_schedule)
     cr_assert(last < (uint64_t)SEC && n < 200, "n %u last %llu", n, (unsigned long long)last);
 }
 
+/* Regression (fuzz_lg_trace): a tiny rate put the next send beyond
+ * 2^64 ns, and converting that to uint64_t was undefined behaviour. */
+Test(schedule, a_send_beyond_uint64_means_never)
+{
+    double t_ns[] = { 0 }, rate[] = { 1e-12 };
+    lg_trace tr = { t_ns, rate, 1 };
+    lg_arrival a = { .kind = LG_ARRIVAL_DET };
+    lg_schedule s;
+
+    lg_schedule_init(&s, &a, 0, &tr, 1, 0, 0, 1, 0);
+    cr_assert_eq(lg_schedule_next(&s), UINT64_MAX);
+    cr_assert_eq(lg_schedule_next(&s), UINT64_MAX);
+}
+
 Test(schedule, streams_start_at_random_phases)
 {
     lg_arrival a = { .kind = LG_ARRIVAL_DET };
