@@ -16,7 +16,7 @@ from typing import Callable, Iterator
 
 import pytest
 
-from conftest import binary_or_skip
+from conftest import binary_or_skip, httpd_config_test
 from stagevar_bench.servers import LOOPBACK, HttpdServer, wait_for_port
 
 ALLOWED = sorted(os.sched_getaffinity(0))

@@ -14,7 +14,7 @@ from typing import Iterator
 
 import pytest
 
-from conftest import binary_or_skip
+from conftest import binary_or_skip, httpd_config_test
 from stagevar_bench.servers import HttpdServer
 
 STAGES = ["listener_to_worker", "kernel_to_read", "read_to_parse",
