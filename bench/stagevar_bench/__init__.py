@@ -1,1 +1,2 @@
-"""stagevar's Python side: server lifecycle now, the bench runner later."""
+"""stagevar's Python side: server lifecycle (servers.py) and the experiment
+runner, statistics, knob advisor and report (`python -m stagevar_bench`)."""

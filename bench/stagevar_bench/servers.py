@@ -12,6 +12,7 @@ import shutil
 import signal
 import socket
 import subprocess
+import sys
 import tempfile
 import time
 from dataclasses import dataclass, field
@@ -49,14 +50,24 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def wait_for_port(port: int, proc: subprocess.Popen[bytes], timeout: float) -> None:
-    """Return once `port` accepts connections; raise if `proc` exits or time runs out."""
+def wait_for_port(port: int, proc: subprocess.Popen[bytes], timeout: float,
+                  host: str = LOOPBACK, netns: str | None = None) -> None:
+    """Return once `host:port` accepts connections (seen from network
+    namespace `netns` if given); raise if `proc` exits or time runs out."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if proc.poll() is not None:
             raise ServerError(f"exited with status {proc.returncode} before listening")
+        if netns is not None:
+            probe = ("import socket,sys\ntry: socket.create_connection((sys.argv[1], int(sys.argv[2])), 0.5)"
+                     "\nexcept OSError: sys.exit(1)")
+            if subprocess.run(["ip", "netns", "exec", netns, sys.executable, "-c", probe, host, str(port)],
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL).returncode == 0:
+                return
+            time.sleep(0.05)
+            continue
         try:
-            with socket.create_connection((LOOPBACK, port), timeout=0.5):
+            with socket.create_connection((host, port), timeout=0.5):
                 return
         except OSError:
             time.sleep(0.05)
@@ -91,11 +102,13 @@ class MemcachedServer:
     port: int = 0
     wrap: Sequence[str] = ()    # command prefix, e.g. taskset or valgrind
     start_timeout: float = START_TIMEOUT_S
+    host: str = LOOPBACK        # another address only inside a network namespace
+    netns: str | None = None    # namespace to probe the port from
     proc: subprocess.Popen[bytes] | None = field(default=None, repr=False)
     _log: Path | None = field(default=None, repr=False)
 
     def command(self) -> list[str]:
-        cmd = [*self.wrap, str(self.binary), "-l", LOOPBACK, "-p", str(self.port), "-U", "0"]
+        cmd = [*self.wrap, str(self.binary), "-l", self.host, "-p", str(self.port), "-U", "0"]
         if os.geteuid() == 0:
             cmd += ["-u", "nobody"]   # memcached refuses to run as root without -u
         return cmd + list(self.args)
@@ -107,7 +120,7 @@ class MemcachedServer:
         self.proc = subprocess.Popen(self.command(), stdout=fd, stderr=fd)
         os.close(fd)
         try:
-            wait_for_port(self.port, self.proc, self.start_timeout)
+            wait_for_port(self.port, self.proc, self.start_timeout, self.host, self.netns)
         except ServerError as e:
             self.stop()
             raise ServerError(f"memcached {' '.join(self.command())}: {e}\n{tail(self._log)}") from None
@@ -165,6 +178,9 @@ class HttpdServer:
     binary: Path
     extra_conf: str = ""
     port: int = 0
+    wrap: Sequence[str] = ()    # command prefix, e.g. taskset or ip netns exec
+    host: str = LOOPBACK        # another address only inside a network namespace
+    netns: str | None = None    # namespace to probe the port from
     root: Path = field(default_factory=lambda: Path(tempfile.mkdtemp(prefix="stagevar-httpd-")))
     proc: subprocess.Popen[bytes] | None = field(default=None, repr=False)
 
@@ -177,7 +193,7 @@ class HttpdServer:
         return self.root / "httpd.conf"
 
     def url(self, path: str = "/") -> str:
-        return f"http://{LOOPBACK}:{self.port}{path}"
+        return f"http://{self.host}:{self.port}{path}"
 
     def write_conf(self) -> Path:
         """Write the configuration; the caller may add files to docroot first or after."""
@@ -189,18 +205,18 @@ class HttpdServer:
         if os.geteuid() == 0:
             user = "User nobody\nGroup nogroup"
             self.root.chmod(0o755)
-        self.conf.write_text(HTTPD_CONF.format(root=self.root, host=LOOPBACK, port=self.port,
+        self.conf.write_text(HTTPD_CONF.format(root=self.root, host=self.host, port=self.port,
                                                docroot=self.docroot, user=user,
                                                extra=self.extra_conf))
         return self.conf
 
     def start(self) -> "HttpdServer":
         self.write_conf()
-        cmd = [str(self.binary), "-f", str(self.conf), "-DFOREGROUND"]
+        cmd = [*self.wrap, str(self.binary), "-f", str(self.conf), "-DFOREGROUND"]
         with open(self.root / "stderr", "wb") as err:
             self.proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=err)
         try:
-            wait_for_port(self.port, self.proc, START_TIMEOUT_S)
+            wait_for_port(self.port, self.proc, START_TIMEOUT_S, self.host, self.netns)
         except ServerError as e:
             self.stop()
             log = tail(self.root / "stderr") + "\n" + tail(self.root / "error_log")

@@ -1,6 +1,8 @@
-"""What stage tracing costs memcached: instructions per request.
+"""What stage tracing costs memcached, stock vs fork with tracing off and
+on, side by side in one run: (a) instructions per request, (b) server CPU
+per request and latency under a fixed load (see trace_load.py).
 
-Runs stock memcached, the fork with tracing off and the fork with
+(a) runs stock memcached, the fork with tracing off and the fork with
 `-o stage_trace` under `valgrind --tool=callgrind`, each answering the same
 fixed request script on loopback, and prints instructions per request and
 the ratios to stock. Instruction counts are repeatable whatever else the
@@ -16,11 +18,13 @@ one run or the other), so each side is measured --repeat times and the
 median is reported with the range.
 
     python -m stagevar_bench.trace_cost [--requests N] [--repeat R]
+        [--rate N] [--duration S] [--cpus SERVER,CLIENT] [--only callgrind|load]
 """
 from __future__ import annotations
 
 import argparse
 import os
+import random
 import re
 import shutil
 import socket
@@ -31,6 +35,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from stagevar_bench.servers import LOOPBACK, MemcachedServer, build_binary
+from stagevar_bench.trace_load import LoadSample, check_ready, run_load
 
 VALGRIND_START_S = 60.0
 
@@ -116,34 +121,82 @@ def median(values: list[float]) -> float:
     return ordered[mid] if len(ordered) % 2 else (ordered[mid - 1] + ordered[mid]) / 2
 
 
+def spread(values: list[float]) -> str:
+    return f"{median(values):9.1f} [{min(values):.1f} .. {max(values):.1f}]"
+
+
+def instructions_part(requests: int, repeat: int) -> None:
+    print(f"(a) memcached instructions per request (callgrind, worker thread, "
+          f"{requests} vs {2 * requests} requests, median of {repeat} [min .. max])")
+    runs: dict[str, list[float]] = {side.name: [] for side in SIDES}
+    for _ in range(repeat):
+        for side in SIDES:
+            runs[side.name].append(per_request(side, requests))
+    stock = median(runs["stock"])
+    for name, values in runs.items():
+        ir = median(values)
+        print(f"  {name:<22} {spread(values)}   ratio to stock {ir / stock:.4f} ({100 * (ir / stock - 1):+.2f}%)")
+
+
+def load_part(rate: int, duration: float, cpus: tuple[int, int], repeat: int) -> None:
+    print(f"(b) memcached -t 1 on CPU {cpus[0]}, loadgen on CPU {cpus[1]}, {rate} req/s Poisson, "
+          f"{duration:g} s, median of {repeat} [min .. max] (sides in random order each round)")
+    runs: dict[str, list[LoadSample]] = {side.name: [] for side in SIDES}
+    for _ in range(repeat):
+        for side in random.sample(SIDES, len(SIDES)):
+            binary = build_binary(side.variant, "memcached")
+            runs[side.name].append(run_load(binary, side.options, cpus, rate, duration))
+    stock = median([s.cpu_ns_per_request for s in runs["stock"]])
+    print(f"  {'':<22} {'server CPU ns/request':>30} {'p50 µs':>22} {'p99 µs':>24}  CPU/request vs stock")
+    for name, samples in runs.items():
+        cpu = [s.cpu_ns_per_request for s in samples]
+        p50 = [s.p50_ns / 1e3 for s in samples]
+        p99 = [s.p99_ns / 1e3 for s in samples]
+        ratio = median(cpu) / stock
+        print(f"  {name:<22} {spread(cpu):>30} {spread(p50):>22} {spread(p99):>24}  "
+              f"{ratio:.4f} ({100 * (ratio - 1):+.2f}%)")
+
+
+def parse_cpus(text: str) -> tuple[int, int]:
+    parts = text.split(",")
+    if len(parts) != 2 or not all(p.isdigit() for p in parts):
+        raise argparse.ArgumentTypeError(f"expected SERVER,CLIENT CPU numbers, not '{text}'")
+    return int(parts[0]), int(parts[1])
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--requests", type=int, default=4000,
                         help="requests in the shorter run (default: 4000)")
     parser.add_argument("--repeat", type=int, default=5,
                         help="measurements per side; the median is reported (default: 5)")
+    parser.add_argument("--rate", type=int, default=20000,
+                        help="(b) offered requests/s (default: 20000)")
+    parser.add_argument("--duration", type=float, default=5.0,
+                        help="(b) seconds of measurement per run (default: 5)")
+    parser.add_argument("--cpus", type=parse_cpus, default=(1, 0),
+                        help="(b) CPU for the server, CPU for loadgen (default: 1,0)")
+    parser.add_argument("--only", choices=("callgrind", "load"),
+                        help="run one part only")
     args = parser.parse_args(argv)
     if args.repeat < 1:
         parser.error(f"--repeat must be at least 1, not {args.repeat}")
     if args.requests < 100 or args.requests % 2:
         parser.error(f"--requests must be an even number >= 100, not {args.requests}")
-    if shutil.which("valgrind") is None:
+    if args.rate <= 0 or args.duration <= 0:
+        parser.error(f"--rate and --duration must be positive, not {args.rate} and {args.duration:g}")
+    if args.only != "load" and shutil.which("valgrind") is None:
         parser.error("valgrind is not installed (Debian: apt-get install valgrind)")
+    if args.only != "callgrind" and (why := check_ready(args.cpus)):
+        parser.error(why)
     for side in SIDES:
         if not build_binary(side.variant, "memcached").exists():
             parser.error(f"{build_binary(side.variant, 'memcached')} is not built (run make)")
 
-    print(f"memcached instructions per request (callgrind, worker thread, "
-          f"{args.requests} vs {2 * args.requests} requests, median of {args.repeat})")
-    runs: dict[str, list[float]] = {side.name: [] for side in SIDES}
-    for _ in range(args.repeat):
-        for side in SIDES:
-            runs[side.name].append(per_request(side, args.requests))
-    stock = median(runs["stock"])
-    for name, values in runs.items():
-        ir = median(values)
-        print(f"  {name:<22} {ir:8.1f}  [{min(values):.1f} .. {max(values):.1f}]"
-              f"   ratio to stock {ir / stock:.4f} ({100 * (ir / stock - 1):+.2f}%)")
+    if args.only != "load":
+        instructions_part(args.requests, args.repeat)
+    if args.only != "callgrind":
+        load_part(args.rate, args.duration, args.cpus, args.repeat)
     return 0
 
 

@@ -16,7 +16,7 @@ from typing import Callable, Iterator
 
 import pytest
 
-from conftest import binary_or_skip
+from conftest import binary_or_skip, httpd_config_test
 from stagevar_bench.servers import LOOPBACK, HttpdServer, wait_for_port
 
 ALLOWED = sorted(os.sched_getaffinity(0))
@@ -277,12 +277,7 @@ def test_good_directives_pass_the_syntax_check(fork_httpd: Path, directives: str
 
 def test_stock_httpd_does_not_know_the_directive() -> None:
     """The same base config serves on stock; the new directive is the fork's only."""
-    stock = binary_or_skip("stock", "httpd")
-    server = HttpdServer(stock, extra_conf="ProcessCorePinning on")
-    try:
-        proc = subprocess.run([str(stock), "-t", "-f", str(server.write_conf())],
-                              capture_output=True, text=True, timeout=20)
-    finally:
-        server.stop()
+    proc, _ = httpd_config_test(binary_or_skip("stock", "httpd"), "ProcessCorePinning on",
+                                "ProcessCorePinning")
     assert proc.returncode != 0
     assert "Invalid command 'ProcessCorePinning'" in proc.stderr

@@ -14,7 +14,7 @@ from typing import Iterator
 
 import pytest
 
-from conftest import binary_or_skip
+from conftest import binary_or_skip, httpd_config_test
 from stagevar_bench.servers import HttpdServer
 
 STAGES = ["listener_to_worker", "kernel_to_read", "read_to_parse",
@@ -187,12 +187,7 @@ def test_stock_serves_the_base_config_but_not_stage_trace() -> None:
         assert get(server.url("/")) == PAGE
     finally:
         server.stop()
-    server = HttpdServer(stock, extra_conf="StageTrace on")
-    try:
-        proc = subprocess.run([str(stock), "-t", "-f", str(server.write_conf())],
-                              capture_output=True, text=True, timeout=20)
-    finally:
-        server.stop()
+    proc, _ = httpd_config_test(stock, "StageTrace on", "StageTrace")
     assert proc.returncode != 0
     assert "Invalid command 'StageTrace'" in proc.stderr
 

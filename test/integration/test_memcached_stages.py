@@ -170,14 +170,20 @@ def test_binary_protocol_requests_are_traced(traced: MemcachedServer) -> None:
     assert num(stats, "server_total:count") == k + 1
 
 
+def test_meta_protocol_requests_are_traced(traced: MemcachedServer) -> None:
+    reset(traced)
+    reply = ask(traced, b"ms mkey 2\r\nhi\r\nmg mkey v\r\nmn\r\n", b"MN\r\n")
+    assert reply == b"HD\r\nVA 2\r\nhi\r\nMN\r\n"
+    stats = stages(traced)
+    for stage in REQUEST_STAGES:
+        assert num(stats, f"{stage}:count") == 4, stage
+    assert num(stats, "batch_size:max") == 3
+
+
 def test_noreply_requests_count_as_missing_responses(traced: MemcachedServer) -> None:
     reset(traced)
-    with socket.create_connection((LOOPBACK, traced.port), timeout=5) as s:
-        s.sendall(b"set q 0 0 1 noreply\r\nx\r\nget q\r\n")
-        reply = b""
-        while not reply.endswith(b"END\r\n"):
-            reply += s.recv(4096)
-        assert reply == b"VALUE q 0 1\r\nx\r\nEND\r\n"
+    reply = ask(traced, b"set q 0 0 1 noreply\r\nx\r\nget q\r\n")
+    assert reply == b"VALUE q 0 1\r\nx\r\nEND\r\n"
     stats = stages(traced)
     assert num(stats, "read_to_parse:count") == 3
     assert num(stats, "parse_to_response:count") == 2

@@ -1,0 +1,4 @@
+"""python -m stagevar_bench <command>: see stagevar_bench.cli."""
+from stagevar_bench.cli import run
+
+run()

@@ -1,0 +1,329 @@
+"""stagevar: find the stage whose service time varies most, pick the knob,
+and measure what it does, with confidence intervals.
+
+    python -m stagevar_bench profile   ...   rank a server's stages, recommend a knob
+    python -m stagevar_bench compare   ...   factorial experiment -> results JSON
+    python -m stagevar_bench analyze   RESULTS
+    python -m stagevar_bench report    RESULTS --out DIR
+    python -m stagevar_bench compact   RESULTS OUT [--per-octave 16]
+    python -m stagevar_bench reproduce [--quick] --out DIR
+
+Each command's --help says more; README.md documents them all.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import shlex
+import sys
+from pathlib import Path
+from typing import Any, NoReturn, Sequence
+
+PROG = "stagevar"
+
+
+class CliError(Exception):
+    """Bad input: printed as one line, exit status 2."""
+
+
+class Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> NoReturn:
+        raise CliError(message)
+
+
+# --------------------------------------------------------------- values
+
+def duration(text: str) -> float:
+    """'3s', '500ms', '2' (seconds) -> seconds."""
+    units = {"ms": 1e-3, "us": 1e-6, "s": 1.0, "m": 60.0}
+    for suffix in ("ms", "us", "s", "m"):
+        if text.endswith(suffix):
+            num, scale = text[: -len(suffix)], units[suffix]
+            break
+    else:
+        num, scale = text, 1.0
+    try:
+        value = float(num) * scale
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"bad duration {text!r} (e.g. 3s, 500ms)") from None
+    if not value > 0:
+        raise argparse.ArgumentTypeError(f"duration must be > 0, not {text!r}")
+    return value
+
+
+def number_list(text: str) -> list[float]:
+    try:
+        values = [float(x) for x in text.split(",") if x.strip()]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"bad number list {text!r} (e.g. 10000,20000)") from None
+    if not values or any(not v > 0 for v in values):
+        raise argparse.ArgumentTypeError(f"values must be > 0: {text!r}")
+    return values
+
+
+def word_list(text: str) -> list[str]:
+    values = [x.strip() for x in text.split(",") if x.strip()]
+    if not values:
+        raise argparse.ArgumentTypeError(f"empty list {text!r}")
+    return values
+
+
+def cpu_list(text: str) -> str:
+    from stagevar_bench.machine import parse_cpu_list
+    try:
+        parse_cpu_list(text)
+    except ValueError as e:
+        raise argparse.ArgumentTypeError(str(e)) from None
+    return text
+
+
+def runs_count(text: str) -> int:
+    try:
+        n = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"bad run count {text!r}") from None
+    if not 2 <= n <= 30:
+        raise argparse.ArgumentTypeError(f"runs per cell must be 2..30, not {n}")
+    return n
+
+
+def conf_level(text: str) -> float:
+    try:
+        c = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"bad confidence {text!r}") from None
+    if not 0.5 <= c < 1:
+        raise argparse.ArgumentTypeError(f"confidence must be in [0.5, 1), not {text!r}")
+    return c
+
+
+def keyed(text: str) -> tuple[str, str]:
+    """'NAME=VALUE' (split at the first '=')."""
+    name, sep, value = text.partition("=")
+    if not sep or not name:
+        raise argparse.ArgumentTypeError(f"expected NAME=VALUE, not {text!r}")
+    return name, value
+
+
+# ------------------------------------------------------------ commands
+
+def add_target_options(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--server", choices=["memcached", "httpd"], default="memcached",
+                   help="which server (default memcached)")
+    p.add_argument("--server-cpus", type=cpu_list, help="pin the server with taskset -c LIST")
+    p.add_argument("--client-cpus", type=cpu_list, help="pin loadgen's threads (loadgen --cpus LIST)")
+    p.add_argument("--netns", action="store_true",
+                   help="run server and loadgen in two network namespaces joined by veth "
+                        "(created and removed by the tool; root)")
+    p.add_argument("--duration", type=duration, default=3.0, help="measurement per run (default 3s)")
+    p.add_argument("--warmup", type=duration, default=1.0, help="discarded warm-up per run (default 1s)")
+    p.add_argument("--conn-rate", action="store_true",
+                   help="loads are connections/s (requests/s = load x --requests-per-conn); "
+                        "use with loadgen's --sequential-clients")
+    p.add_argument("--requests-per-conn", type=int, default=75, help="with --conn-rate (default 75)")
+    p.add_argument("--seed", type=int, default=1, help="random seed (run order, loadgen seeds)")
+
+
+def build_parser() -> Parser:
+    parser = Parser(prog=PROG, description=__doc__.split("\n\n")[0])
+    sub = parser.add_subparsers(dest="command", required=True, parser_class=Parser)
+
+    p = sub.add_parser("profile", help="rank a server's stages by variance and recommend a knob")
+    add_target_options(p)
+    p.add_argument("--variant", choices=["fork"], default="fork", help="only the fork has stage tracing")
+    p.add_argument("--server-args", default="", help="memcached options, one shell-quoted string")
+    p.add_argument("--httpd-conf", default="", help="extra httpd configuration text")
+    p.add_argument("--client-args", default="", help="extra loadgen options, one shell-quoted string")
+    p.add_argument("--rate", type=number_list, default=None,
+                   help="offered load(s), comma-separated; the highest is analysed, the lowest "
+                        "shows growth with load (default: memcached 20000; httpd 10,40 conn/s "
+                        "with --conn-rate, else 1000,4000)")
+    p.add_argument("--arrival", default="exp", help="loadgen arrival process (default exp)")
+    p.add_argument("--json", dest="json_out", type=Path, help="write the profile as JSON")
+
+    c = sub.add_parser("compare", help="factorial experiment: knob levels x loads x arrivals")
+    add_target_options(c)
+    c.add_argument("--name", default="compare", help="experiment name")
+    c.add_argument("--level", type=keyed, action="append", required=True, metavar="NAME=VARIANT",
+                   help="a knob level (stock or fork); the first is the baseline; repeat")
+    c.add_argument("--server-args", type=keyed, action="append", default=[], metavar="NAME=ARGS",
+                   help="server options of level NAME ('*' = every level), shell-quoted")
+    c.add_argument("--client-args", type=keyed, action="append", default=[], metavar="NAME=ARGS",
+                   help="loadgen options of level NAME ('*' = every level)")
+    c.add_argument("--httpd-conf", type=keyed, action="append", default=[], metavar="NAME=TEXT",
+                   help="httpd configuration of level NAME ('*' = every level)")
+    c.add_argument("--loads", type=number_list, required=True, help="offered loads, comma-separated")
+    c.add_argument("--arrivals", type=word_list, default=["exp"],
+                   help="arrival processes, comma-separated: det, exp, pareto:cv2=C (default exp)")
+    c.add_argument("--runs", type=runs_count, default=5, help="runs per cell, 2..30 (default 5)")
+    c.add_argument("--stage-trace", action="store_true", help="stage tracing on in fork levels")
+    c.add_argument("--ideal-servers", type=int, default=1, help="servers of the queueing ideal (default 1)")
+    c.add_argument("--ideal-shared", action="store_true",
+                   help="the ideal has one shared queue (httpd) rather than one per worker")
+    c.add_argument("--out", type=Path, required=True, help="results file (.json or .json.gz)")
+
+    a = sub.add_parser("analyze", help="statistics of a results file")
+    a.add_argument("results", type=Path)
+    a.add_argument("--conf", type=conf_level, default=0.95, help="confidence level (default 0.95)")
+    a.add_argument("--no-qr", action="store_true", help="skip quantile regression")
+    a.add_argument("--json", dest="json_out", type=Path, help="write the analysis as JSON")
+
+    r = sub.add_parser("report", help="Markdown + HTML report with plots from a results file")
+    r.add_argument("results", type=Path)
+    r.add_argument("--out", type=Path, required=True, help="directory for report.md, report.html, plots/")
+    r.add_argument("--conf", type=conf_level, default=0.95)
+
+    k = sub.add_parser("compact", help="a smaller copy of a results file (coarser histograms)")
+    k.add_argument("results", type=Path)
+    k.add_argument("out", type=Path, help="the copy (.json or .json.gz)")
+    k.add_argument("--per-octave", type=int, default=16,
+                   help="histogram buckets per power of two: 4, 8, 16, 32 or 64 (default 16)")
+
+    q = sub.add_parser("reproduce", help="the paper's three use cases, then the report")
+    size = q.add_mutually_exclusive_group()
+    size.add_argument("--quick", action="store_const", const="quick", dest="size",
+                      help="about 5 minutes instead of about 30")
+    size.add_argument("--size", choices=["tiny", "quick", "full"], default="full",
+                      help="tiny is for the end-to-end test (about a minute)")
+    q.add_argument("--only", type=word_list, default=None,
+                   help="use cases to run, comma-separated: batching, lru, pinning (default all)")
+    q.add_argument("--out", type=Path, required=True, help="directory for results.json.gz and the report")
+    q.add_argument("--netns", action="store_true", help="server and loadgen in network namespaces")
+    return parser
+
+
+def split_args(text: str) -> list[str]:
+    try:
+        return shlex.split(text)
+    except ValueError as e:
+        raise CliError(f"cannot split {text!r}: {e}") from None
+
+
+def per_level(pairs: list[tuple[str, str]], names: list[str], what: str) -> dict[str, list[str]]:
+    out: dict[str, list[str]] = {n: [] for n in names}
+    for name, value in pairs:
+        if name != "*" and name not in out:
+            raise CliError(f"{what} names level {name!r}, which no --level defines")
+        for n in (names if name == "*" else [name]):
+            out[n] = out[n] + [value]
+    return out
+
+
+def cmd_profile(args: argparse.Namespace) -> int:
+    from stagevar_bench import profile as prof
+    from stagevar_bench.experiment import Design, ExperimentError, Level
+    rates = args.rate
+    if rates is None:
+        rates = [20000.0] if args.server == "memcached" else ([10.0, 40.0] if args.conn_rate else [1000.0, 4000.0])
+    level = Level(name="fork", variant="fork", server_args=split_args(args.server_args),
+                  client_args=split_args(args.client_args), httpd_conf=args.httpd_conf)
+    design = Design(name="profile", server=args.server, levels=[level], loads=rates,
+                    duration_s=args.duration, warmup_s=args.warmup, server_cpus=args.server_cpus,
+                    client_cpus=args.client_cpus, netns=args.netns, seed=args.seed,
+                    load_unit="conn/s" if args.conn_rate else "req/s",
+                    requests_per_conn=args.requests_per_conn)
+    try:
+        result = prof.profile(design, level, rates, args.arrival, args.seed)
+    except (ExperimentError, ValueError) as e:
+        raise CliError(str(e)) from None
+    print(prof.text(result))
+    if args.json_out:
+        args.json_out.write_text(json.dumps(result, indent=1, default=str))
+    return 1 if result.get("error") else 0
+
+
+def cmd_compare(args: argparse.Namespace) -> int:
+    from stagevar_bench.experiment import (Design, ExperimentError, Level, finish_results,
+                                           new_results, run_design, save_results)
+    names = [n for n, _ in args.level]
+    sargs = per_level(args.server_args, names, "--server-args")
+    cargs = per_level(args.client_args, names, "--client-args")
+    confs = per_level(args.httpd_conf, names, "--httpd-conf")
+    levels = [Level(name=n, variant=v, server_args=[a for s in sargs[n] for a in split_args(s)],
+                    client_args=[a for s in cargs[n] for a in split_args(s)],
+                    httpd_conf="\n".join(confs[n])) for n, v in args.level]
+    design = Design(name=args.name, server=args.server, levels=levels, loads=args.loads,
+                    arrivals=args.arrivals, runs=args.runs, duration_s=args.duration,
+                    warmup_s=args.warmup, server_cpus=args.server_cpus, client_cpus=args.client_cpus,
+                    netns=args.netns, stage_trace=args.stage_trace, seed=args.seed,
+                    load_unit="conn/s" if args.conn_rate else "req/s",
+                    requests_per_conn=args.requests_per_conn, ideal_servers=args.ideal_servers,
+                    ideal_shared=args.ideal_shared)
+    try:
+        design.validate()
+    except ExperimentError as e:
+        raise CliError(str(e)) from None
+    results = new_results()
+    results["experiments"].append(run_design(design))
+    finish_results(results)
+    save_results(results, args.out)
+    failed = sum(1 for r in results["experiments"][0]["runs"] if r.get("error"))
+    print(f"{PROG} compare: {len(results['experiments'][0]['runs'])} runs ({failed} failed) -> {args.out}")
+    return 0
+
+
+def cmd_analyze(args: argparse.Namespace) -> int:
+    from stagevar_bench.analyze import analyze, text_tables
+    from stagevar_bench.experiment import ExperimentError, load_results
+    try:
+        results = load_results(args.results)
+    except ExperimentError as e:
+        raise CliError(str(e)) from None
+    analysis = analyze(results, conf=args.conf, with_qr=not args.no_qr)
+    print(text_tables(analysis))
+    if args.json_out:
+        args.json_out.write_text(json.dumps(analysis, indent=1, default=str))
+    return 0
+
+
+def cmd_report(args: argparse.Namespace) -> int:
+    from stagevar_bench.experiment import ExperimentError, load_results
+    from stagevar_bench.report import write_report
+    try:
+        results = load_results(args.results)
+    except ExperimentError as e:
+        raise CliError(str(e)) from None
+    md = write_report(results, args.out, conf=args.conf)
+    print(f"{PROG} report: {md} and {md.with_suffix('.html')}")
+    return 0
+
+
+def cmd_compact(args: argparse.Namespace) -> int:
+    from stagevar_bench.experiment import ExperimentError, compact_results, load_results, save_results
+    try:
+        results = compact_results(load_results(args.results), args.per_octave)
+    except ExperimentError as e:
+        raise CliError(str(e)) from None
+    save_results(results, args.out)
+    print(f"{PROG} compact: {args.results} ({args.results.stat().st_size} bytes) -> {args.out} "
+          f"({args.out.stat().st_size} bytes)")
+    return 0
+
+
+def cmd_reproduce(args: argparse.Namespace) -> int:
+    from stagevar_bench.reproduce import USE_CASES, reproduce
+    only = args.only or list(USE_CASES)
+    for name in only:
+        if name not in USE_CASES:
+            raise CliError(f"unknown use case {name!r} (choose from {', '.join(USE_CASES)})")
+    return reproduce(args.out, args.size or "full", only, netns=args.netns)
+
+
+COMMANDS = {"profile": cmd_profile, "compare": cmd_compare, "analyze": cmd_analyze,
+            "report": cmd_report, "compact": cmd_compact, "reproduce": cmd_reproduce}
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    try:
+        args = build_parser().parse_args(argv)
+        return COMMANDS[args.command](args)
+    except CliError as e:
+        print(f"{PROG}: error: {e}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print(f"{PROG}: interrupted", file=sys.stderr)
+        return 130
+
+
+def run() -> Any:
+    sys.exit(main())

@@ -1,0 +1,387 @@
+"""Experiments: a design (knob levels x loads x arrival processes, N runs
+per cell), run in a random order with the server restarted for every run,
+and the results kept as JSON with everything needed to analyse them again.
+"""
+from __future__ import annotations
+
+import gzip
+import json
+import math
+import os
+import random
+import subprocess
+import sys
+import tempfile
+import time
+from contextlib import ExitStack
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Iterator
+
+from stagevar_bench import machine
+from stagevar_bench.netns import NetnsPair
+from stagevar_bench.servers import LOOPBACK, HttpdServer, MemcachedServer, ServerError, build_binary
+from stagevar_bench.stages import (Stages, memcached_command, parse_memcached_stages,
+                                   read_httpd_stages, read_memcached_stages)
+
+FORMAT = "stagevar-results/1"
+MAX_RUNS = 30
+HTTPD_PAGE_BYTES = 280
+STAGE_STATS_PATH = "/stage-stats"
+
+
+class ExperimentError(RuntimeError):
+    pass
+
+
+@dataclass
+class Level:
+    """One level of the knob factor: which build, with which options."""
+
+    name: str
+    variant: str = "fork"                         # stock or fork
+    server_args: list[str] = field(default_factory=list)
+    client_args: list[str] = field(default_factory=list)
+    httpd_conf: str = ""
+    server_cpus: str | None = None                # overrides the design's
+    params: dict[str, float] = field(default_factory=dict)   # for sensitivity plots
+
+
+@dataclass
+class Design:
+    name: str
+    server: str                                   # memcached or httpd
+    levels: list[Level]
+    loads: list[float]                            # req/s, or conn/s for sequential clients
+    arrivals: list[str] = field(default_factory=lambda: ["exp"])
+    runs: int = 5
+    duration_s: float = 3.0
+    warmup_s: float = 1.0
+    server_cpus: str | None = None
+    client_cpus: str | None = None
+    netns: bool = False
+    server_args: list[str] = field(default_factory=list)
+    client_args: list[str] = field(default_factory=list)
+    httpd_conf: str = ""
+    stage_trace: bool = False
+    seed: int = 1
+    load_unit: str = "req/s"                      # or conn/s (httpd, sequential clients)
+    requests_per_conn: int = 75
+    ideal_servers: int = 1                        # the queueing ideal's c
+    ideal_shared: bool = False                    # one queue (httpd) or one per worker
+    sweep: str | None = None                      # the level parameter this design varies
+    description: str = ""
+
+    def validate(self) -> None:
+        if self.server not in ("memcached", "httpd"):
+            raise ExperimentError(f"server must be memcached or httpd, not {self.server!r}")
+        if not 2 <= self.runs <= MAX_RUNS:
+            raise ExperimentError(f"runs per cell must be 2..{MAX_RUNS}, not {self.runs}")
+        if not self.levels:
+            raise ExperimentError("no knob levels")
+        names = [l.name for l in self.levels]
+        if len(set(names)) != len(names):
+            raise ExperimentError(f"level names repeat: {names}")
+        for l in self.levels:
+            if l.variant not in ("stock", "fork"):
+                raise ExperimentError(f"level {l.name!r}: variant must be stock or fork, not {l.variant!r}")
+            if not build_binary(l.variant, self.server).exists():
+                raise ExperimentError(f"{build_binary(l.variant, self.server)} is not built (run make)")
+        for load in self.loads:
+            if not load > 0:
+                raise ExperimentError(f"load must be > 0, not {load}")
+        for a in self.arrivals:
+            if a.split(":")[0] not in ("det", "exp", "pareto"):
+                raise ExperimentError(f"arrival must be det, exp or pareto:..., not {a!r}")
+        if self.duration_s <= 0 or self.warmup_s < 0:
+            raise ExperimentError(f"bad duration {self.duration_s} s or warm-up {self.warmup_s} s")
+        for cpus in [self.server_cpus, self.client_cpus, *[l.server_cpus for l in self.levels]]:
+            if cpus is not None:
+                try:
+                    machine.parse_cpu_list(cpus)
+                except ValueError as e:
+                    raise ExperimentError(str(e)) from None
+        if not machine.loadgen_path().exists():
+            raise ExperimentError(f"{machine.loadgen_path()} is not built (run make)")
+
+    def request_rate(self, load: float) -> float:
+        return load * self.requests_per_conn if self.load_unit == "conn/s" else load
+
+    def cells(self) -> list[tuple[Level, float, str]]:
+        return [(l, load, a) for l in self.levels for load in self.loads for a in self.arrivals]
+
+    def schedule(self) -> list[tuple[Level, float, str, int]]:
+        """Every (cell, repetition) once, in a random order (seeded)."""
+        order = [(l, load, a, rep) for (l, load, a) in self.cells() for rep in range(self.runs)]
+        random.Random(self.seed).shuffle(order)
+        return order
+
+    @staticmethod
+    def from_dict(d: dict[str, Any]) -> "Design":
+        d = dict(d)
+        d["levels"] = [Level(**l) for l in d["levels"]]
+        d.pop("runs_done", None)
+        return Design(**d)
+
+
+# ------------------------------------------------------------------ a run
+
+def taskset(cpus: str | None) -> list[str]:
+    return ["taskset", "-c", cpus] if cpus else []
+
+
+def httpd_conf(design: Design, level: Level, client_addr: str | None) -> str:
+    allow = "127.0.0.1 ::1" + (f" {client_addr}" if client_addr else "")
+    parts = [design.httpd_conf, level.httpd_conf]
+    if design.stage_trace and level.variant == "fork":
+        parts.append(f'StageTrace On\n<Location "{STAGE_STATS_PATH}">\n    SetHandler stage-stats\n'
+                     f'    Require ip {allow}\n</Location>')
+    return "\n".join(p for p in parts if p)
+
+
+def trim_report(report: dict[str, Any]) -> dict[str, Any]:
+    """What a result keeps of loadgen's JSON: everything but the per-client
+    slots and the histograms nobody analyses."""
+    keep = {k: report[k] for k in ("meta", "rates", "counts", "cpu", "time_series") if k in report}
+    for k in ("latency_scheduled", "batch_size"):
+        keep[k] = report.get(k, {})
+    for k in ("latency_sent", "schedule_error", "connect"):
+        keep[k] = {f: v for f, v in report.get(k, {}).items() if f != "histogram"}
+    pc = report.get("per_client", {})
+    keep["per_client"] = {f: pc.get(f) for f in ("merged", "mean_of_clients", "any_disagree")}
+    return keep
+
+
+@dataclass
+class Target:
+    """Where the server listens and how the client reaches it."""
+
+    host: str = LOOPBACK
+    server_wrap: list[str] = field(default_factory=list)
+    client_wrap: list[str] = field(default_factory=list)
+    client_netns: str | None = None
+    client_addr: str | None = None
+
+
+def target_for(design: Design, stack: ExitStack) -> Target:
+    if not design.netns:
+        return Target()
+    ns = stack.enter_context(NetnsPair())
+    return Target(host=ns.server_addr, server_wrap=ns.server_wrap(), client_wrap=ns.client_wrap(),
+                  client_netns=ns.client, client_addr=ns.client_addr)
+
+
+def loadgen_command(design: Design, level: Level, load: float, arrival: str, seed: int,
+                    port: int, target: Target, json_path: str) -> list[str]:
+    cmd = [*target.client_wrap, str(machine.loadgen_path()), "-s", target.host, "-p", str(port),
+           "-r", f"{design.request_rate(load):g}", "-a", arrival,
+           "-d", f"{design.duration_s:g}s", "-w", f"{design.warmup_s:g}s",
+           "--seed", str(seed), "--json", json_path, "-q"]
+    if design.server == "httpd":
+        cmd += ["-P", "http"]
+    if target.host != LOOPBACK:
+        cmd.append("--allow-nonloopback")
+    if design.client_cpus:
+        cmd += ["--cpus", design.client_cpus]
+    return cmd + design.client_args + level.client_args
+
+
+def run_one(design: Design, level: Level, load: float, arrival: str, rep: int, seed: int,
+            target: Target) -> dict[str, Any]:
+    """Start the server fresh, drive one measurement, read what the server
+    says, stop it. Never raises for a failed run: the record says why."""
+    record: dict[str, Any] = {"cell": {"knob": level.name, "load": load, "arrival": arrival},
+                              "rep": rep, "seed": seed, "loadavg_before": machine.loadavg(),
+                              "start_unix": time.time(), "error": None}
+    cpus = level.server_cpus or design.server_cpus
+    wrap = [*target.server_wrap, *taskset(cpus)]
+    binary = build_binary(level.variant, design.server)
+    trace = design.stage_trace and level.variant == "fork"
+    with tempfile.TemporaryDirectory(prefix="stagevar-run-") as tmp:
+        json_path = os.path.join(tmp, "loadgen.json")
+        server: MemcachedServer | HttpdServer
+        if design.server == "memcached":
+            args = [*design.server_args, *level.server_args, *(["-o", "stage_trace"] if trace else [])]
+            server = MemcachedServer(binary, args=args, wrap=wrap, host=target.host, netns=target.client_netns)
+        else:
+            server = HttpdServer(binary, extra_conf=httpd_conf(design, level, target.client_addr),
+                                 wrap=wrap, host=target.host, netns=target.client_netns)
+            server.write_conf()
+            (server.docroot / "index.html").write_text(httpd_page())
+        try:
+            with server:
+                assert server.proc is not None
+                record["server_cmd"] = (server.command() if isinstance(server, MemcachedServer)
+                                        else [*wrap, str(binary), "-f", str(server.conf), "-DFOREGROUND"])
+                if isinstance(server, HttpdServer):
+                    record["httpd_conf"] = server.conf.read_text()
+                cmd = loadgen_command(design, level, load, arrival, seed, server.port, target, json_path)
+                record["loadgen_cmd"] = cmd
+                pid = server.proc.pid
+                cpu0 = machine.tree_cpu_s(pid)
+                thr0 = machine.thread_cpu_s(pid) if design.server == "memcached" else {}
+                limit = design.warmup_s + design.duration_s + 60
+                out = subprocess.run(cmd, capture_output=True, text=True, timeout=limit)
+                cpu1 = machine.tree_cpu_s(pid)
+                thr1 = machine.thread_cpu_s(pid) if design.server == "memcached" else {}
+                if out.returncode != 0 or not os.path.exists(json_path):
+                    raise ExperimentError(f"loadgen exited {out.returncode}: {out.stderr.strip()[-300:]}")
+                report = json.loads(Path(json_path).read_text())
+                record["loadgen"] = trim_report(report)
+                record["server_cpu_s"] = sum(cpu1[p] - cpu0[p] for p in cpu1 if p in cpu0)
+                record["server_thread_cpu_s"] = {k: thr1.get(k, 0) - thr0.get(k, 0) for k in thr1}
+                c = report.get("counts", {})
+                record["requests_served"] = (c.get("sent", 0) + c.get("warmup_requests", 0)
+                                             + report.get("meta", {}).get("preload_sets", 0))
+                if trace:
+                    record["stages"] = read_stages(design, server, target)
+                if design.server == "memcached":
+                    stats = parse_memcached_stats(memcached_command(target.host, server.port, "stats",
+                                                                    target.client_netns))
+                    record["server_stats"] = {k: stats[k] for k in STATS_KEPT if k in stats}
+        except (ServerError, ExperimentError, OSError, subprocess.TimeoutExpired, ValueError) as e:
+            record["error"] = str(e).strip().splitlines()[0][:500] if str(e).strip() else repr(e)
+    record["loadavg_after"] = machine.loadavg()
+    return record
+
+
+STATS_KEPT = ("lru_maintainer_juggles", "evictions", "curr_items", "moves_to_cold", "moves_to_warm",
+              "rusage_user", "rusage_system", "threads", "get_hits", "get_misses")
+
+
+def parse_memcached_stats(text: str) -> dict[str, float]:
+    out: dict[str, float] = {}
+    for line in text.splitlines():
+        parts = line.split()
+        if len(parts) == 3 and parts[0] == "STAT":
+            try:
+                out[parts[1]] = float(parts[2])
+            except ValueError:
+                pass
+    return out
+
+
+def read_stages(design: Design, server: MemcachedServer | HttpdServer, target: Target) -> Stages:
+    if design.server == "memcached":
+        return read_memcached_stages(target.host, server.port, target.client_netns)
+    return read_httpd_stages(target.host, server.port, f"{STAGE_STATS_PATH}?json", target.client_netns)
+
+
+def httpd_page() -> str:
+    """A static HTML page of exactly HTTPD_PAGE_BYTES bytes."""
+    head = "<!DOCTYPE html>\n<html><head><title>stagevar</title></head><body>\n<p>"
+    tail = "</p>\n</body></html>\n"
+    return head + "x" * (HTTPD_PAGE_BYTES - len(head) - len(tail)) + tail
+
+
+# ------------------------------------------------------------ a design
+
+Progress = Callable[[str], None]
+
+
+def stderr_progress(line: str) -> None:
+    print(line, file=sys.stderr, flush=True)
+
+
+def run_design(design: Design, progress: Progress = stderr_progress) -> dict[str, Any]:
+    """All runs of a design in random order; the design and its runs."""
+    design.validate()
+    runs: list[dict[str, Any]] = []
+    schedule = design.schedule()
+    with ExitStack() as stack:
+        target = target_for(design, stack)
+        for i, (level, load, arrival, rep) in enumerate(schedule):
+            seed = design.seed * 1000 + rep * 7 + 1
+            rec = run_one(design, level, load, arrival, rep, seed, target)
+            rec["order"] = i
+            runs.append(rec)
+            progress(f"[{design.name} {i + 1}/{len(schedule)}] knob={level.name} load={load:g} "
+                     f"{design.load_unit} arrival={arrival} rep={rep}: " + describe(rec))
+    return {"design": asdict(design), "runs": runs}
+
+
+def describe(rec: dict[str, Any]) -> str:
+    if rec.get("error"):
+        return f"FAILED: {rec['error']}"
+    lat = rec["loadgen"]["latency_scheduled"]
+    la = rec.get("loadavg_after") or [0]
+    return (f"p50 {lat.get('p50', 0) / 1e3:.1f} us, p99 {lat.get('p99', 0) / 1e3:.1f} us, "
+            f"achieved {rec['loadgen']['rates'].get('achieved', 0):.0f} req/s (load avg {la[0]:.2f})")
+
+
+def new_results(notes: list[str] | None = None) -> dict[str, Any]:
+    return {"format": FORMAT, "meta": machine.metadata(), "experiments": [], "profiles": [],
+            "notes": list(notes or [])}
+
+
+def finish_results(results: dict[str, Any]) -> None:
+    results["meta"]["loadavg_end"] = machine.loadavg()
+    results["meta"]["time_end_unix"] = time.time()
+
+
+def save_results(results: dict[str, Any], path: Path) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    data = json.dumps(results, separators=(",", ":")).encode()
+    if path.suffix == ".gz":
+        with open(path, "wb") as raw, gzip.GzipFile(filename="", mode="wb", fileobj=raw, mtime=0) as f:
+            f.write(data)
+    else:
+        path.write_bytes(data)
+
+
+def load_results(path: Path) -> dict[str, Any]:
+    try:
+        raw = path.read_bytes()
+    except OSError as e:
+        raise ExperimentError(f"cannot read results {path}: {e.strerror}") from None
+    if raw[:2] == b"\x1f\x8b":
+        raw = gzip.decompress(raw)
+    try:
+        results = json.loads(raw)
+    except json.JSONDecodeError as e:
+        raise ExperimentError(f"{path} is not JSON: {e}") from None
+    if not isinstance(results, dict) or results.get("format") != FORMAT:
+        raise ExperimentError(f"{path} is not a stagevar results file (format {FORMAT})")
+    return results
+
+
+def compact_histogram(obj: dict[str, Any], per_octave: int) -> dict[str, Any]:
+    """The same histogram with buckets merged to `per_octave` per power of
+    two (libstagevar has 64): a smaller file, quantiles within 1/per_octave."""
+    merged: dict[float, list[float]] = {}
+    for low, width, count in obj.get("histogram") or []:
+        if low < 64:
+            key, w = float(low), float(width)
+        else:
+            octave = 2.0 ** math.floor(math.log2(low))
+            w = max(octave / per_octave, float(width))
+            key = math.floor(low / w) * w
+        entry = merged.setdefault(key, [key, w, 0])
+        entry[2] += count
+    out = dict(obj)
+    out["histogram"] = [[lo, w, int(c)] for lo, w, c in sorted(merged.values())]
+    return out
+
+
+def compact_results(results: dict[str, Any], per_octave: int) -> dict[str, Any]:
+    """A copy with every run's latency histogram at `per_octave` buckets per
+    power of two, noted in the results."""
+    if per_octave not in (4, 8, 16, 32, 64):
+        raise ExperimentError(f"buckets per power of two must be 4, 8, 16, 32 or 64, not {per_octave}")
+    out = json.loads(json.dumps(results))
+    profile_runs = [run for p in out.get("profiles", []) for run in p.get("runs", [])]
+    for run in [r for _, r in iter_runs(out)] + profile_runs:
+        lg = run.get("loadgen") or {}
+        for key in ("latency_scheduled", "batch_size"):
+            if lg.get(key):
+                lg[key] = compact_histogram(lg[key], per_octave)
+    out.setdefault("notes", []).append(
+        f"Latency histograms in this results file were compacted to {per_octave} buckets per power "
+        f"of two (loadgen records 64): quantiles are within {100 / per_octave:.1f}% of the recorded ones.")
+    return out
+
+
+def iter_runs(results: dict[str, Any]) -> Iterator[tuple[dict[str, Any], dict[str, Any]]]:
+    for exp in results.get("experiments", []):
+        for run in exp["runs"]:
+            yield exp, run

@@ -1,0 +1,156 @@
+"""What a result needs to be re-read later: the machine, the software and
+the processes' CPU time, read from /proc, /sys and the built binaries."""
+from __future__ import annotations
+
+import os
+import platform
+import subprocess
+import time
+from pathlib import Path
+from typing import Any
+
+from stagevar_bench.servers import REPO, build_binary
+
+CLK_TCK = os.sysconf("SC_CLK_TCK")
+
+
+def loadavg() -> list[float]:
+    try:
+        return [float(x) for x in Path("/proc/loadavg").read_text().split()[:3]]
+    except OSError:
+        return []
+
+
+def cpu_model() -> str:
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or "unknown"
+
+
+def governors() -> dict[str, str]:
+    out: dict[str, str] = {}
+    for cpu in sorted(Path("/sys/devices/system/cpu").glob("cpu[0-9]*")):
+        gov = cpu / "cpufreq" / "scaling_governor"
+        try:
+            out[cpu.name] = gov.read_text().strip()
+        except OSError:
+            continue
+    return out
+
+
+def first_line(cmd: list[str]) -> str:
+    try:
+        out = subprocess.run(cmd, capture_output=True, text=True, timeout=10)
+        return (out.stdout or out.stderr).strip().splitlines()[0]
+    except (OSError, subprocess.SubprocessError, IndexError):
+        return "unavailable"
+
+
+def loadgen_path() -> Path:
+    env = os.environ.get("STAGEVAR_LOADGEN")
+    return Path(env) if env else REPO / "bench" / "loadgen" / "loadgen"
+
+
+def versions() -> dict[str, str]:
+    v = {"loadgen": first_line([str(loadgen_path()), "-V"]), "python": platform.python_version()}
+    for variant in ("stock", "fork"):
+        v[f"memcached-{variant}"] = first_line([str(build_binary(variant, "memcached")), "-V"])
+        v[f"httpd-{variant}"] = first_line([str(build_binary(variant, "httpd")), "-v"]).split(": ")[-1]
+    for mod in ("numpy", "scipy", "statsmodels", "matplotlib", "pandas"):
+        try:
+            v[mod] = __import__(mod).__version__
+        except ImportError:
+            v[mod] = "missing"
+    return v
+
+
+def patches() -> dict[str, list[str]]:
+    """patches/<server>/series as applied to the fork builds."""
+    out: dict[str, list[str]] = {}
+    for series in sorted((REPO / "patches").glob("*/series")):
+        out[series.parent.name] = [l.strip() for l in series.read_text().splitlines()
+                                   if l.strip() and not l.startswith("#")]
+    return out
+
+
+def git_commit() -> str:
+    return first_line(["git", "-C", str(REPO), "rev-parse", "HEAD"])
+
+
+def metadata() -> dict[str, Any]:
+    uname = platform.uname()
+    return {
+        "time_unix": time.time(),
+        "hostname": uname.node,
+        "kernel": f"{uname.system} {uname.release} {uname.version}",
+        "cpu_model": cpu_model(),
+        "cpus": os.cpu_count(),
+        "governor": governors() or "not readable",
+        "versions": versions(),
+        "patches": patches(),
+        "git_commit": git_commit(),
+        "loadavg": loadavg(),
+    }
+
+
+def proc_cpu_s(pid: int) -> float:
+    """utime + stime of a process (all its threads), seconds."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / CLK_TCK
+    except (OSError, IndexError, ValueError):
+        return 0.0
+
+
+def children(pid: int) -> list[int]:
+    out: list[int] = []
+    for task in Path(f"/proc/{pid}/task").glob("*"):
+        try:
+            out += [int(c) for c in (task / "children").read_text().split()]
+        except OSError:
+            continue
+    return out
+
+
+def tree_cpu_s(pid: int) -> dict[int, float]:
+    """CPU seconds of a process and of its children (httpd's workers)."""
+    return {p: proc_cpu_s(p) for p in [pid, *children(pid)]}
+
+
+def thread_cpu_s(pid: int) -> dict[str, float]:
+    """CPU seconds per thread name (memcached: mc-worker, mc-lrumaint, ...),
+    threads of the same name summed."""
+    out: dict[str, float] = {}
+    for task in Path(f"/proc/{pid}/task").glob("*"):
+        try:
+            name = (task / "comm").read_text().strip()
+            fields = (task / "stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        out[name] = out.get(name, 0.0) + (int(fields[11]) + int(fields[12])) / CLK_TCK
+    return out
+
+
+def parse_cpu_list(spec: str) -> list[int]:
+    """'0,2-3' -> [0, 2, 3]; ValueError naming the value if malformed."""
+    cpus: list[int] = []
+    try:
+        for part in spec.split(","):
+            if "-" in part:
+                a, b = part.split("-", 1)
+                if int(b) < int(a):
+                    raise ValueError
+                cpus += range(int(a), int(b) + 1)
+            else:
+                cpus.append(int(part))
+    except ValueError:
+        raise ValueError(f"bad CPU list {spec!r} (expected e.g. 0,2-3)") from None
+    online = os.cpu_count() or 1
+    bad = [c for c in cpus if c < 0 or c >= online]
+    if bad or not cpus:
+        raise ValueError(f"CPU list {spec!r} names CPUs this machine lacks (it has 0-{online - 1})")
+    return cpus

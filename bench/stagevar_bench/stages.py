@@ -1,0 +1,241 @@
+"""Stage statistics from the fork servers, the ranking by variance, the
+knob the method recommends and the M/G/1 prediction.
+
+memcached answers `stats stages` with `STAT <stage>:<field> <value>`;
+httpd's handler answers `/stage-stats?json` with
+`{"stage_trace":true,"requests":N,"stages":{"<stage>":{"count":..},..}}`.
+Both come out of here as {stage: {field: float}} with the `_ns` suffix
+dropped (mean, stddev, cv2, p99, ...).
+"""
+from __future__ import annotations
+
+import json
+import math
+import socket
+import subprocess
+import sys
+from dataclasses import dataclass
+from typing import Mapping
+
+from stagevar_bench.queueing import Unstable, pk_mean_response
+
+# The stages that add up to a request's time in the server (e1 -> e6).
+COMPONENTS = ("kernel_to_read", "read_to_parse", "parse_to_response", "response_to_send")
+
+Stages = dict[str, dict[str, float]]
+
+
+def parse_memcached_stages(text: str) -> Stages:
+    out: Stages = {}
+    for line in text.splitlines():
+        parts = line.split()
+        if len(parts) != 3 or parts[0] != "STAT" or ":" not in parts[1]:
+            continue
+        stage, fld = parts[1].split(":", 1)
+        try:
+            out.setdefault(stage, {})[fld.removesuffix("_ns")] = float(parts[2])
+        except ValueError:
+            continue
+    return out
+
+
+def parse_httpd_stages(text: str) -> Stages:
+    obj = json.loads(text)
+    out: Stages = {}
+    for stage, fields in (obj.get("stages") or {}).items():
+        out[stage] = {k.removesuffix("_ns"): float(v) for k, v in fields.items()
+                      if isinstance(v, (int, float))}
+    return out
+
+
+EXCHANGE = """
+import socket, sys
+host, port, until = sys.argv[1], int(sys.argv[2]), sys.argv[3].encode()
+s = socket.create_connection((host, port), timeout=10)
+s.sendall(sys.stdin.buffer.read())
+data = b""
+while True:
+    chunk = s.recv(65536)
+    if not chunk:
+        break
+    data += chunk
+    if until and data.endswith(until):
+        break
+sys.stdout.buffer.write(data)
+"""
+
+
+def exchange(host: str, port: int, request: bytes, until: bytes = b"",
+             netns: str | None = None) -> bytes:
+    """Send `request`, read until the peer closes or the reply ends with
+    `until`; from inside network namespace `netns` if given."""
+    if netns is not None:
+        out = subprocess.run(["ip", "netns", "exec", netns, sys.executable, "-c", EXCHANGE,
+                              host, str(port), until.decode()], input=request,
+                             capture_output=True, timeout=30)
+        if out.returncode != 0:
+            raise OSError(out.stderr.decode(errors="replace").strip().splitlines()[-1:])
+        return out.stdout
+    with socket.create_connection((host, port), timeout=10) as s:
+        s.sendall(request)
+        data = b""
+        while chunk := s.recv(65536):
+            data += chunk
+            if until and data.endswith(until):
+                break
+        return data
+
+
+def memcached_command(host: str, port: int, command: str, netns: str | None = None) -> str:
+    return exchange(host, port, f"{command}\r\n".encode(), b"END\r\n", netns).decode(errors="replace")
+
+
+def read_memcached_stages(host: str, port: int, netns: str | None = None) -> Stages:
+    return parse_memcached_stages(memcached_command(host, port, "stats stages", netns))
+
+
+def read_httpd_stages(host: str, port: int, path: str = "/stage-stats?json",
+                      netns: str | None = None) -> Stages:
+    req = f"GET {path} HTTP/1.0\r\nHost: {host}\r\n\r\n".encode()
+    reply = exchange(host, port, req, b"", netns).decode(errors="replace")
+    head, _, body = reply.partition("\r\n\r\n")
+    if " 200 " not in head.splitlines()[0]:
+        raise OSError(f"GET {path}: {head.splitlines()[0] if head else 'no reply'}")
+    return parse_httpd_stages(body)
+
+
+# --------------------------------------------------------------- ranking
+
+@dataclass(frozen=True)
+class RankedStage:
+    name: str
+    count: float
+    mean_ns: float
+    stddev_ns: float
+    variance_ns2: float
+    cv2: float
+    p99_ns: float
+    share: float                # of the summed component variances
+
+
+def rank_stages(stages: Mapping[str, Mapping[str, float]]) -> list[RankedStage]:
+    """The component stages, largest variance first."""
+    rows = []
+    for name in COMPONENTS:
+        s = stages.get(name)
+        if not s or not s.get("count"):
+            continue
+        sd = float(s.get("stddev", 0.0))
+        rows.append((name, s))
+    total = sum(float(s.get("stddev", 0.0)) ** 2 for _, s in rows) or 1.0
+    ranked = [RankedStage(name=name, count=float(s["count"]), mean_ns=float(s.get("mean", 0.0)),
+                          stddev_ns=float(s.get("stddev", 0.0)),
+                          variance_ns2=float(s.get("stddev", 0.0)) ** 2,
+                          cv2=float(s.get("cv2", 0.0)), p99_ns=float(s.get("p99", 0.0)),
+                          share=float(s.get("stddev", 0.0)) ** 2 / total)
+              for name, s in rows]
+    return sorted(ranked, key=lambda r: r.variance_ns2, reverse=True)
+
+
+# ------------------------------------------------------------- M/G/1 view
+
+@dataclass(frozen=True)
+class Prediction:
+    rate_per_server: float      # requests/ns one server (worker) sees
+    mean_service_ns: float
+    cs2: float
+    utilisation: float
+    mean_latency_ns: float      # P-K; inf if the queue is unstable
+    halved_stage: str
+    halved_cs2: float
+    halved_mean_latency_ns: float
+    gain: float                 # 1 - halved/now
+
+
+def pk_prediction(ranked: list[RankedStage], rate_per_s: float, servers: int,
+                  mean_service_ns: float | None = None) -> Prediction | None:
+    """M/G/1 per server (worker), Poisson arrivals at rate/servers.
+
+    Service-time moments: the mean is the server's CPU time per request
+    when given (what a request really occupies a worker for), else the sum
+    of the component stages' means; C² is the component stages' summed
+    variance over their summed mean squared (stages taken as independent):
+    the variability the stages show, including the delays inside them.
+    Then the same with the top stage's variance halved."""
+    if not ranked:
+        return None
+    stage_mean = sum(r.mean_ns for r in ranked)
+    var = sum(r.variance_ns2 for r in ranked)
+    if stage_mean <= 0:
+        return None
+    es = mean_service_ns if mean_service_ns and mean_service_ns > 0 else stage_mean
+    lam = rate_per_s / max(servers, 1) / 1e9
+    cs2 = var / stage_mean ** 2
+    top = ranked[0]
+    cs2_half = (var - top.variance_ns2 / 2) / stage_mean ** 2
+
+    def resp(c2: float) -> float:
+        try:
+            return pk_mean_response(lam, es, c2)
+        except Unstable:
+            return math.inf
+
+    now, half = resp(cs2), resp(cs2_half)
+    gain = 1 - half / now if math.isfinite(now) and now > 0 else math.nan
+    return Prediction(lam, es, cs2, lam * es, now, top.name, cs2_half, half, gain)
+
+
+# --------------------------------------------------------------- advice
+
+@dataclass(frozen=True)
+class Advice:
+    knob: str                   # what to turn, or "none"
+    option: str                 # how
+    reason: str
+
+
+BATCH_CV2_VARIABLE = 0.25       # batch sizes vary (C² of requests per read)
+MAINTAINER_BUSY_CORES = 0.02    # LRU maintainer's CPU, in cores, that counts as busy
+GROWTH = 1.2                    # 20% more from the lower to the higher load
+
+
+def recommend(server: str, ranked: list[RankedStage], stages: Mapping[str, Mapping[str, float]],
+              maintainer_cores: float | None = None,
+              low_load: list[RankedStage] | None = None) -> Advice:
+    """The method's rule for the top stage (see README, `profile`)."""
+    if not ranked:
+        return Advice("none", "", "no stage statistics (is stage tracing on, and the server the fork?)")
+    top = ranked[0]
+    if server == "memcached" and top.name == "kernel_to_read":
+        if maintainer_cores is not None and maintainer_cores >= MAINTAINER_BUSY_CORES:
+            return Advice("amortized LRU", "-o lru_amortized_budget_us=N (e.g. 50)",
+                          f"kernel_to_read varies most ({100 * top.share:.0f}% of the variance) and the "
+                          f"LRU maintainer thread was busy ({maintainer_cores:.3f} cores): its work "
+                          "interferes with the workers' wake-ups")
+        busy = f"{maintainer_cores:.3f}" if maintainer_cores is not None else "unknown"
+        return Advice("none", "", f"kernel_to_read varies most but the LRU maintainer was not busy "
+                      f"({busy} cores): "
+                      "interference comes from elsewhere (other tenants of the cores?)")
+    if server == "memcached" and top.name == "read_to_parse":
+        batch = stages.get("batch_size", {})
+        cv2 = float(batch.get("cv2", 0.0))
+        if cv2 >= BATCH_CV2_VARIABLE and float(batch.get("max", 1)) > 1:
+            return Advice("client batching", "loadgen --batch-interval-us N (e.g. 50)",
+                          f"read_to_parse varies most ({100 * top.share:.0f}% of the variance) and batch "
+                          f"sizes vary (C² {cv2:.2f}, max {batch.get('max', 0):.0f}): queueing inside "
+                          "uneven batches")
+        return Advice("none", "", f"read_to_parse varies most but batch sizes are steady (C² {cv2:.2f})")
+    if server == "httpd" and top.name in ("parse_to_response", "kernel_to_read"):
+        if low_load:
+            def pair(rs: list[RankedStage]) -> float:
+                return sum(r.mean_ns for r in rs if r.name in ("parse_to_response", "kernel_to_read"))
+            hi, lo = pair(ranked), pair(low_load)
+            if lo > 0 and hi >= GROWTH * lo:
+                return Advice("process pinning", "ProcessCorePinning on",
+                              f"{top.name} varies most and parse_to_response + kernel_to_read grew "
+                              f"{hi / lo:.2f}x from the lower to the higher load: threads of a child "
+                              "migrate between cores")
+            return Advice("none", "", f"{top.name} varies most but parse_to_response + kernel_to_read "
+                          f"did not grow with load ({hi / lo if lo else math.nan:.2f}x)")
+        return Advice("none", "", "httpd: profile at two loads to see whether the stages grow with load")
+    return Advice("none", "", f"{top.name} varies most; the method has no knob for it")

@@ -1,0 +1,97 @@
+"""Stage parsing, ranking, the knob rules and the P-K prediction."""
+from __future__ import annotations
+
+import json
+import math
+
+import pytest
+
+from stagevar_bench.queueing import pk_mean_response
+from stagevar_bench.stages import (parse_httpd_stages, parse_memcached_stages, pk_prediction,
+                                   rank_stages, recommend)
+
+MEMCACHED = """STAT stage_trace on
+STAT stage_trace_kernel on
+STAT kernel_to_read:count 100
+STAT kernel_to_read:mean_ns 30000.0
+STAT kernel_to_read:stddev_ns 10000.0
+STAT kernel_to_read:cv2 0.111
+STAT read_to_parse:count 100
+STAT read_to_parse:mean_ns 5000.0
+STAT read_to_parse:stddev_ns 20000.0
+STAT read_to_parse:cv2 16.0
+STAT parse_to_response:count 100
+STAT parse_to_response:mean_ns 2000.0
+STAT parse_to_response:stddev_ns 1000.0
+STAT response_to_send:count 100
+STAT response_to_send:mean_ns 3000.0
+STAT response_to_send:stddev_ns 1000.0
+STAT server_total:count 100
+STAT server_total:mean_ns 40000.0
+STAT server_total:stddev_ns 23000.0
+STAT batch_size:count 50
+STAT batch_size:mean 2.0
+STAT batch_size:cv2 1.5
+STAT batch_size:max 12
+END
+"""
+
+
+def stages(**over: float) -> dict[str, dict[str, float]]:
+    s = parse_memcached_stages(MEMCACHED)
+    for key, value in over.items():
+        stage, fld = key.split("__")
+        s[stage][fld] = value
+    return s
+
+
+def test_parse_memcached_and_httpd() -> None:
+    s = parse_memcached_stages(MEMCACHED)
+    assert s["kernel_to_read"]["mean"] == 30000.0
+    assert s["batch_size"]["max"] == 12
+    assert "stage_trace" not in s
+    h = parse_httpd_stages(json.dumps({"stage_trace": True, "requests": 3, "stages": {
+        "kernel_to_read": {"count": 3, "mean_ns": 10.5, "stddev_ns": 2.0, "cv2": 0.04}}}))
+    assert h == {"kernel_to_read": {"count": 3.0, "mean": 10.5, "stddev": 2.0, "cv2": 0.04}}
+
+
+def test_rank_by_variance_components_only() -> None:
+    ranked = rank_stages(parse_memcached_stages(MEMCACHED))
+    assert [r.name for r in ranked] == ["read_to_parse", "kernel_to_read", "parse_to_response",
+                                        "response_to_send"]
+    assert sum(r.share for r in ranked) == pytest.approx(1.0)
+    assert ranked[0].share == pytest.approx(4e8 / (4e8 + 1e8 + 1e6 + 1e6))
+
+
+def test_rules() -> None:
+    s = stages()
+    assert recommend("memcached", rank_stages(s), s).knob == "client batching"
+    steady = stages(batch_size__cv2=0.01)
+    assert recommend("memcached", rank_stages(steady), steady).knob == "none"
+    k = stages(kernel_to_read__stddev=50000.0)
+    assert recommend("memcached", rank_stages(k), k, maintainer_cores=0.2).knob == "amortized LRU"
+    assert recommend("memcached", rank_stages(k), k, maintainer_cores=0.001).knob == "none"
+    # httpd: grows with load -> pinning; flat -> nothing
+    low = rank_stages(stages(kernel_to_read__stddev=50000.0, kernel_to_read__mean=10000.0))
+    assert recommend("httpd", rank_stages(k), k, low_load=low).knob == "process pinning"
+    assert recommend("httpd", rank_stages(k), k, low_load=rank_stages(k)).knob == "none"
+    p = stages(parse_to_response__stddev=1e6)
+    assert recommend("memcached", rank_stages(p), p).knob == "none"
+    assert recommend("memcached", [], {}).knob == "none"
+
+
+def test_pk_prediction_and_halving() -> None:
+    ranked = rank_stages(parse_memcached_stages(MEMCACHED))
+    pred = pk_prediction(ranked, rate_per_s=20000, servers=2, mean_service_ns=20000)
+    assert pred is not None
+    var = 4e8 + 1e8 + 1e6 + 1e6
+    cs2 = var / 40000.0 ** 2
+    assert pred.cs2 == pytest.approx(cs2)
+    assert pred.utilisation == pytest.approx(10000 / 1e9 * 20000)
+    assert pred.mean_latency_ns == pytest.approx(pk_mean_response(1e-5, 20000, cs2))
+    half = (var - 2e8) / 40000.0 ** 2
+    assert pred.halved_cs2 == pytest.approx(half)
+    assert pred.gain == pytest.approx(1 - pk_mean_response(1e-5, 20000, half) / pred.mean_latency_ns)
+    assert 0 < pred.gain < 1
+    over = pk_prediction(ranked, rate_per_s=1e6, servers=1, mean_service_ns=20000)
+    assert over is not None and math.isinf(over.mean_latency_ns)

@@ -1,0 +1,277 @@
+"""The fork's amortized LRU maintenance (-o lru_amortized_budget_us) and
+worker pinning (-o worker_cpus, -o pin_helpers), against the built servers
+on loopback, with real clients and what the kernel reports per thread."""
+from __future__ import annotations
+
+import os
+import random
+import socket
+import subprocess
+import time
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Iterator
+
+import pytest
+from pymemcache.client.base import Client
+from pymemcache.exceptions import MemcacheServerError
+
+from conftest import binary_or_skip
+from stagevar_bench.servers import LOOPBACK, MemcachedServer
+
+BUDGET = ("-o", "lru_amortized_budget_us=20")
+
+
+@contextmanager
+def start(variant: str, *options: str) -> Iterator[MemcachedServer]:
+    with MemcachedServer(binary_or_skip(variant, "memcached"), args=list(options)) as server:
+        # The port accepts before the main loop runs; once a worker
+        # answers, every thread the server starts at start-up exists.
+        stats(server)
+        yield server
+
+
+def client(server: MemcachedServer) -> Client:
+    return Client((LOOPBACK, server.port), connect_timeout=5, timeout=10, default_noreply=False)
+
+
+def stats(server: MemcachedServer, kind: str = "") -> dict[str, str]:
+    """`stats [kind]` as {name: value}."""
+    command = f"stats {kind}".strip().encode() + b"\r\n"
+    with socket.create_connection((LOOPBACK, server.port), timeout=5) as s:
+        s.sendall(command)
+        reply = b""
+        while not reply.endswith(b"END\r\n"):
+            chunk = s.recv(65536)
+            assert chunk, f"connection closed after {reply!r}"
+            reply += chunk
+    result = {}
+    for line in reply.decode().splitlines()[:-1]:
+        tag, name, value = line.split(" ", 2)
+        assert tag == "STAT", line
+        result[name] = value
+    return result
+
+
+def threads(server: MemcachedServer) -> list[tuple[int, str, str]]:
+    """(tid, name, allowed CPUs) of every thread of the server, by tid: the
+    order the server created them in."""
+    assert server.proc is not None
+    result = []
+    for task in sorted(Path(f"/proc/{server.proc.pid}/task").iterdir(), key=lambda p: int(p.name)):
+        comm = (task / "comm").read_text().strip()
+        status = (task / "status").read_text()
+        allowed = next(line.split(":", 1)[1].strip() for line in status.splitlines()
+                       if line.startswith("Cpus_allowed_list:"))
+        result.append((int(task.name), comm, allowed))
+    return result
+
+
+def names(server: MemcachedServer) -> list[str]:
+    return [name for _, name, _ in threads(server)]
+
+
+# --- amortized LRU maintenance -------------------------------------------
+
+def test_no_maintainer_thread_in_amortized_mode() -> None:
+    with start("fork") as knob_off:
+        assert "mc-lrumaint" in names(knob_off), "the stock maintainer thread runs by default"
+    with start("fork", *BUDGET) as amortized:
+        found = names(amortized)
+        assert "mc-lrumaint" not in found
+        assert found.count("mc-worker") == 4
+        settings = stats(amortized, "settings")
+        assert settings["lru_amortized_budget_us"] == "20"
+        assert settings["lru_maintainer_thread"] == "no"
+
+
+def cache_aside(server: MemcachedServer, seed: int, ops: int) -> int:
+    """A set-heavy cache-aside workload on a skewed key set much larger
+    than the server's memory: get a batch, set what missed, and every
+    tenth batch re-set some keys that hit. Returns the batches of sets the
+    server refused ("out of memory storing object": with every tail item
+    of a class in use, stock refuses too, more often on a busy machine)."""
+    rng = random.Random(seed)
+    refused = 0
+    c = client(server)
+    value = b"v" * 900
+    keys = 40000
+    for batch in range(ops // 100):
+        # 80% of the requests go to 10% of the keys
+        wanted = {f"key:{rng.randrange(keys // 10) if rng.random() < 0.8 else rng.randrange(keys)}"
+                  for _ in range(100)}
+        found = c.get_many(sorted(wanted))
+        missed = {k: value for k in wanted if k not in found}
+        if batch % 10 == 0:
+            missed.update({k: value for k in list(found)[:10]})
+        if missed:
+            try:
+                c.set_many(missed)
+            except MemcacheServerError:
+                refused += 1
+    c.close()
+    return refused
+
+
+def lru_outcome(variant: str, *options: str) -> tuple[float, int, dict[str, str]]:
+    with start(variant, "-m", "8", *options) as server:
+        refused = cache_aside(server, seed=5, ops=60000)
+        assert refused <= 6, f"{variant} refused {refused} of 600 batches of sets"
+        time.sleep(0.5)     # let the last bumps be drained
+        s = stats(server)
+    hits, misses = int(s["get_hits"]), int(s["get_misses"])
+    moves = int(s["moves_to_cold"]) + int(s["moves_to_warm"])
+    return 100.0 * hits / (hits + misses), moves, s
+
+
+def test_amortized_keeps_the_stock_eviction_behaviour() -> None:
+    stock_ratio, stock_moves, stock = lru_outcome("stock")
+    ratio, moves, amortized = lru_outcome("fork", *BUDGET)
+    assert int(stock["evictions"]) > 0 and int(amortized["evictions"]) > 0, \
+        "the workload must overflow memory"
+    assert stock_moves > 1000, "the workload must move items between segments"
+    assert abs(ratio - stock_ratio) <= 1.0, \
+        f"hit ratio {ratio:.2f}% amortized vs {stock_ratio:.2f}% stock"
+    assert abs(moves - stock_moves) <= 0.10 * stock_moves, \
+        f"segment moves {moves} amortized vs {stock_moves} stock"
+    assert int(amortized["lru_bumps_dropped"]) == 0, "the workers drain every bump"
+
+
+def test_slices_are_counted_and_bounded() -> None:
+    with start("fork", "-m", "8", *BUDGET) as server:
+        cache_aside(server, seed=7, ops=20000)
+        s = stats(server, "lru_amortized")
+        general = stats(server)
+    assert s["lru_amortized_budget_us"] == "20"
+    assert int(s["slices"]) > 0
+    assert int(s["items_examined"]) >= int(s["items_moved"]) > 0
+    assert int(s["time_us"]) > 0
+    assert int(s["slices_over_budget"]) <= int(s["slices"])
+    assert int(general["lru_maintainer_juggles"]) > 0, "juggles keep counting"
+    with start("fork") as knob_off:
+        assert stats(knob_off, "lru_amortized") == {"lru_amortized_budget_us": "0"}
+
+
+def test_short_ttl_items_are_reclaimed_on_an_idle_server() -> None:
+    with start("fork", *BUDGET) as server:
+        c = client(server)
+        for i in range(10):
+            assert c.set(f"short{i}", b"ok", expire=1)
+        c.close()
+        time.sleep(3.5)   # no traffic at all: only the workers' timers run
+        s = stats(server)
+        slices = int(stats(server, "lru_amortized")["slices"])
+    assert int(s["reclaimed"]) == 10
+    assert int(s["curr_items"]) == 0
+    assert slices > 0
+
+
+def test_stats_reset_clears_the_slice_counters() -> None:
+    with start("fork", *BUDGET) as server:
+        time.sleep(1.2)
+        assert int(stats(server, "lru_amortized")["slices"]) > 0
+        with socket.create_connection((LOOPBACK, server.port), timeout=5) as s:
+            s.sendall(b"stats reset\r\n")
+            assert s.recv(100) == b"RESET\r\n"
+        after = stats(server, "lru_amortized")
+    assert int(after["slices"]) <= 2, "only slices since the reset count"
+
+
+# --- worker pinning --------------------------------------------------------
+
+def allowed_cpus() -> list[int]:
+    return sorted(os.sched_getaffinity(0))
+
+
+def cpu_text(cpus: set[int]) -> str:
+    """The kernel's Cpus_allowed_list form for a set: 0-1,4."""
+    out, run = [], []
+    for cpu in sorted(cpus):
+        if run and cpu == run[-1] + 1:
+            run.append(cpu)
+            continue
+        if run:
+            out.append(f"{run[0]}-{run[-1]}" if len(run) > 1 else str(run[0]))
+        run = [cpu]
+    out.append(f"{run[0]}-{run[-1]}" if len(run) > 1 else str(run[0]))
+    return ",".join(out)
+
+
+def test_workers_run_on_their_cpu_of_the_list() -> None:
+    cpus = allowed_cpus()
+    order = list(reversed(cpus))                  # worker 0 on the last CPU
+    listed = ",".join(map(str, order))
+    with start("fork", "-t", "3", "-o", f"worker_cpus={listed}") as server:
+        found = threads(server)
+        settings = stats(server, "settings")
+    workers = [allowed for _, name, allowed in found if name == "mc-worker"]
+    assert workers == [str(order[i % len(order)]) for i in range(3)]
+    helpers = {allowed for _, name, allowed in found if name != "mc-worker"}
+    assert helpers == {cpu_text(set(cpus))}, "without pin_helpers the rest run anywhere"
+    assert settings["worker_cpus"] == listed
+    assert settings["pin_helpers"] == "none"
+
+
+def test_pin_helpers_places_every_other_thread() -> None:
+    cpus = allowed_cpus()
+    helper = cpus[0]
+    with start("fork", "-t", "2", "-o", f"pin_helpers={helper}", *BUDGET) as server:
+        found = threads(server)
+        settings = stats(server, "settings")
+    assert {allowed for _, name, allowed in found if name == "mc-worker"} == {cpu_text(set(cpus))}, \
+        "workers without worker_cpus keep the whole allowed set"
+    others = [(name, allowed) for _, name, allowed in found if name != "mc-worker"]
+    assert others and all(allowed == str(helper) for _, allowed in others), others
+    assert settings["pin_helpers"] == str(helper)
+
+
+def test_a_range_in_the_list() -> None:
+    cpus = allowed_cpus()
+    if len(cpus) < 2 or cpus[1] != cpus[0] + 1:
+        pytest.skip("needs two adjacent CPUs")
+    listed = f"{cpus[0]}-{cpus[1]}"
+    with start("fork", "-t", "4", "-o", f"worker_cpus={listed},lru_crawler") as server:
+        workers = [allowed for _, name, allowed in threads(server) if name == "mc-worker"]
+    assert workers == [str(cpus[i % 2]) for i in range(4)]
+
+
+def not_allowed_cpu() -> int:
+    return max(allowed_cpus()) + 1
+
+
+@pytest.mark.parametrize("option, message", [
+    ("lru_amortized_budget_us=-1", "lru_amortized_budget_us=-1: must be a whole number of microseconds from 0 to 100000"),
+    ("lru_amortized_budget_us=abc", "lru_amortized_budget_us=abc: must be a whole number"),
+    ("lru_amortized_budget_us=1.5", "lru_amortized_budget_us=1.5: must be a whole number"),
+    ("lru_amortized_budget_us=100001", "lru_amortized_budget_us=100001: must be a whole number"),
+    ("lru_amortized_budget_us=99999999999999999999", "lru_amortized_budget_us=99999999999999999999: must be"),
+    ("lru_amortized_budget_us=", "lru_amortized_budget_us=: must be a whole number"),
+    ("lru_amortized_budget_us", "lru_amortized_budget_us=: must be a whole number"),
+    ("lru_amortized_budget_us=20,no_lru_maintainer", "lru_amortized_budget_us=20: needs the LRU maintainer"),
+    ("no_lru_maintainer,lru_amortized_budget_us=20", "lru_amortized_budget_us=20: needs the LRU maintainer"),
+    ("no_modern,lru_amortized_budget_us=5", "lru_amortized_budget_us=5: needs the LRU maintainer"),
+    ("worker_cpus=", "worker_cpus: needs a list of CPUs"),
+    ("worker_cpus", "worker_cpus: needs a list of CPUs"),
+    ("worker_cpus=0,,1", "worker_cpus=0,,1: expected a CPU number at ',1'"),
+    ("worker_cpus=0,", "worker_cpus=0,: expected a CPU number after the last ','"),
+    ("worker_cpus=a", "worker_cpus=a: expected a CPU number at 'a'"),
+    ("worker_cpus=0x", "worker_cpus=0x: expected ',' or '-' at 'x'"),
+    ("worker_cpus=1-", "worker_cpus=1-: expected a CPU number at ''"),
+    ("worker_cpus=-1", "worker_cpus=-1: expected a CPU number at '-1'"),
+    ("worker_cpus=5000", "worker_cpus=5000: CPU '5000' is above 1023"),
+    ("worker_cpus={bad}", "worker_cpus={bad}: CPU {bad} is not one this server may run on ({allowed})"),
+    ("worker_cpus=0-{bad}", "worker_cpus=0-{bad}: CPU {bad} is not one this server may run on"),
+    ("pin_helpers=", "pin_helpers: needs a CPU"),
+    ("pin_helpers=1x", "pin_helpers=1x: expected one CPU number"),
+    ("pin_helpers=0,1", 'Illegal suboption "1"'),
+    ("pin_helpers={bad}", "pin_helpers={bad}: CPU {bad} is not one this server may run on"),
+])
+def test_bad_values_are_refused(option: str, message: str) -> None:
+    binary = binary_or_skip("fork", "memcached")
+    fill = {"bad": not_allowed_cpu(), "allowed": cpu_text(set(allowed_cpus()))}
+    option, message = option.format(**fill), message.format(**fill)
+    user = ["-u", "nobody"] if os.geteuid() == 0 else []
+    result = subprocess.run([str(binary), *user, "-p", "0", "-U", "0", "-o", option],
+                            capture_output=True, text=True, timeout=10)
+    assert result.returncode != 0
+    assert message in result.stderr + result.stdout
