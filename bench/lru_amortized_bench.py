@@ -23,6 +23,15 @@ worker's wake-up delay) and tracing costs both the same:
    interval (Student t), the kernel_to_read variance (us^2), and the
    amortized/thread ratio of the means of mean and p99.
 
+3. with --budget-sweep LIST instead: the smallest budget that keeps
+   maintenance equal. For each budget, and for the thread side, a fresh
+   server is filled and then driven --runs times by the same seeded
+   request sequence at --sweep-load of saturation; the medians of hit
+   ratio, segment moves (moves_to_cold + moves_to_warm) and evictions are
+   compared with the thread side's. A budget keeps maintenance equal when
+   the hit ratio is within 1 point and moves within 10% (issue 5's
+   tolerances).
+
 Everything is measured in this one run; nothing is compared with figures
 from elsewhere.
 """
@@ -137,10 +146,55 @@ def report(cell: str, rows: dict[str, list[dict[str, float]]]) -> None:
             t["amortized"][q] / t["thread"][q] if t["thread"][q] else float("nan") for q in ("mean", "p99", "k2r_var")))
 
 
+def maintenance(args: argparse.Namespace, options: str, rate: float) -> dict[str, float]:
+    """Median hit ratio, moves and evictions of --runs fresh servers with
+    `options`, each filled and then driven by the same request sequence."""
+    runs = []
+    for _ in range(args.runs):
+        s = server(args, options).start()
+        try:
+            loadgen(args, s.port, 20000, "det", preload=True)
+            reset(s.port)
+            loadgen(args, s.port, rate, "det")
+            st = stats(s.port)
+        finally:
+            s.stop()
+        hits, misses = int(st["get_hits"]), int(st["get_misses"])
+        runs.append({"hit_ratio": 100.0 * hits / max(1, hits + misses),
+                     "moves": int(st["moves_to_cold"]) + int(st["moves_to_warm"]),
+                     "evictions": int(st["evictions"])})
+    return {k: statistics.median(r[k] for r in runs) for k in runs[0]}
+
+
+def budget_sweep(args: argparse.Namespace, budgets: list[int], rate: float) -> None:
+    base = maintenance(args, "stage_trace", rate)
+    print(f"\nmaintenance at {rate:.0f} req/s (det), median of {args.runs} fresh servers each")
+    print(f"  {'side':<16}{'hit ratio (%)':>15}{'moves':>10}{'evictions':>11}  equal to thread?")
+    print(f"  {'thread':<16}{base['hit_ratio']:>15.2f}{base['moves']:>10.0f}{base['evictions']:>11.0f}")
+    smallest = None
+    for budget in budgets:
+        m = maintenance(args, f"stage_trace,lru_amortized_budget_us={budget}", rate)
+        equal = (abs(m["hit_ratio"] - base["hit_ratio"]) <= 1.0
+                 and abs(m["moves"] - base["moves"]) <= 0.1 * max(1.0, base["moves"]))
+        if equal and smallest is None:
+            smallest = budget
+        print(f"  {f'budget {budget} us':<16}{m['hit_ratio']:>15.2f}{m['moves']:>10.0f}{m['evictions']:>11.0f}"
+              f"  {'yes' if equal else 'no'}")
+    print(f"smallest budget keeping maintenance equal: {f'{smallest} us' if smallest else 'none of those tried'}")
+
+
 def server(args: argparse.Namespace, options: str) -> MemcachedServer:
     binary = build_binary("fork", "memcached")
     return MemcachedServer(binary, args=["-t", str(args.threads), "-m", str(args.memory), "-o", options],
                            wrap=["taskset", "-c", str(args.server_cpu)])
+
+
+def parse_budgets(text: str) -> list[int]:
+    """'1,2,5' -> [1, 2, 5]; [] when any item is not a positive integer."""
+    items = text.split(",")
+    if not all(i.isdigit() and int(i) > 0 for i in items):
+        return []
+    return sorted(int(i) for i in items)
 
 
 def main() -> int:
@@ -154,6 +208,9 @@ def main() -> int:
     p.add_argument("--keys", type=int, default=400000)
     p.add_argument("--memory", type=int, default=16, help="memcached -m (MB)")
     p.add_argument("--start", type=float, default=10000, help="first rate of the saturation ramp")
+    p.add_argument("--budget-sweep", metavar="LIST",
+                   help="instead of latency: budgets (us, e.g. 1,2,5,10,20) to test for equal maintenance")
+    p.add_argument("--sweep-load", type=float, default=0.7, help="fraction of saturation for --budget-sweep")
     p.add_argument("--server-cpu", type=int, default=0)
     p.add_argument("--loadgen-cpu", type=int, default=1)
     args = p.parse_args()
@@ -166,6 +223,11 @@ def main() -> int:
         print(f"bench-lru: --arrivals takes {','.join(ARRIVALS)}, not '{args.arrivals}'", file=sys.stderr)
         return 1
 
+    budgets = parse_budgets(args.budget_sweep) if args.budget_sweep else []
+    if args.budget_sweep and not budgets:
+        print(f"bench-lru: --budget-sweep takes positive integers like 1,2,5,10, not '{args.budget_sweep}'",
+              file=sys.stderr)
+        return 1
     sides = {"thread": "stage_trace", "amortized": f"stage_trace,lru_amortized_budget_us={args.budget}"}
     servers = {name: server(args, opts).start() for name, opts in sides.items()}
     try:
@@ -176,6 +238,12 @@ def main() -> int:
               f"{args.keys} keys in -m {args.memory}; saturation (thread side, det) {sat:.0f} req/s; "
               f"{args.runs} runs of {args.duration:g} s per cell; budget {args.budget} us; "
               f"load average {Path('/proc/loadavg').read_text().split()[:3]}")
+        if budgets:
+            for srv in servers.values():
+                srv.stop()
+            servers = {}
+            budget_sweep(args, budgets, args.sweep_load * sat)
+            return 0
         for arrival in arrivals:
             for load in loads:
                 rows: dict[str, list[dict[str, float]]] = {name: [] for name in sides}
