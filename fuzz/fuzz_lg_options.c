@@ -64,6 +64,8 @@ static void check_accepted(const lg_options *o)
         check(o->cpu[i] >= 0 && o->cpu[i] < LG_MAX_CPUS, "CPU out of range", "");
     check(o->wl.multiget >= 1 && o->wl.multiget <= LG_MAX_MULTIGET, "multiget out of range", "");
     check(o->wl.get_ratio >= 0 && o->wl.get_ratio <= 1, "get ratio out of range", "");
+    check(o->wl.ttl.secs <= LG_MAX_TTL && o->wl.ttl.fraction >= 0 && o->wl.ttl.fraction <= 1,
+          "TTL out of range", "");
     check(o->duration_ns == 0 || o->duration_ns >= 1e6, "duration under 1ms", "");
     check(o->proto != LG_PROTO_HTTP || o->npaths >= 1, "http without a path", "");
 }

@@ -8,7 +8,7 @@
  * command line shows that as '?', see fuzz_lg_options). An accepted spec is then used as a run
  * uses it, and its results must make sense: arrival gaps finite and
  * positive, sizes within the distribution's bounds, popularity draws among
- * the items, numbers within the range asked for.
+ * the items, TTLs 0 or the one asked for, numbers within the range asked for.
  */
 #include <math.h>
 #include <stdint.h>
@@ -92,6 +92,24 @@ static void use_popularity(const char *spec, uint64_t n, lg_rng *r)
     lg_pop_free(&p);
 }
 
+static void use_ttl(const char *spec)
+{
+    lg_workload w = { .keys = DRAWS, .seed = 1 };
+    char err[LG_ERRLEN] = "";
+    uint64_t i;
+
+    if (lg_ttl_parse(spec, &w.ttl, err) < 0) {
+        check_reason(err, spec);
+        return;
+    }
+    check(w.ttl.secs <= LG_MAX_TTL && w.ttl.fraction >= 0 && w.ttl.fraction <= 1, "TTL out of range", spec);
+    for (i = 0; i < DRAWS; i++) {
+        uint32_t t = lg_key_ttl(&w, i);
+
+        check(t == 0 || t == w.ttl.secs, "a key's TTL is neither 0 nor the one asked for", spec);
+    }
+}
+
 static void use_numbers(const char *spec, int which)
 {
     char err[LG_ERRLEN] = "";
@@ -135,6 +153,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     case 1: use_size(spec, 1, &r); break;
     case 2: use_size(spec, 0, &r); break;
     case 3: use_popularity(spec, 1 + data[1] * 7u, &r); break;
+    case 7: use_ttl(spec); break;
     default: use_numbers(spec, data[0] % 8 - 4); break;
     }
     free(spec);

@@ -21,7 +21,7 @@ enum {
     O_VERSION = 'V', O_WARMUP = 'w', O_PROTOCOL = 'P',
     O_TRACE = 256, O_SHAPE, O_CPUS, O_SEQ, O_RPC, O_MAXOUT, O_BATCH, O_NAGLE, O_KEYS,
     O_KEYSIZE, O_VALSIZE, O_GETRATIO, O_POP, O_MULTIGET, O_PRELOAD, O_PATH, O_PATHSFILE,
-    O_TIMEOUT, O_LATE, O_SPIN, O_SEED, O_JSON, O_NONLOOP,
+    O_TIMEOUT, O_LATE, O_SPIN, O_SEED, O_JSON, O_NONLOOP, O_TTL,
 };
 
 static const struct option long_opts[] = {
@@ -51,6 +51,7 @@ static const struct option long_opts[] = {
     { "get-ratio", required_argument, NULL, O_GETRATIO },
     { "popularity", required_argument, NULL, O_POP },
     { "multiget", required_argument, NULL, O_MULTIGET },
+    { "ttl", required_argument, NULL, O_TTL },
     { "preload", no_argument, NULL, O_PRELOAD },
     { "path", required_argument, NULL, O_PATH },
     { "paths-file", required_argument, NULL, O_PATHSFILE },
@@ -115,6 +116,9 @@ void lg_options_usage(FILE *out)
 "      --popularity SPEC      uniform (default), zipf:S or gpareto:scale=F,shape=K\n"
 "                             (F: scale as a fraction of the key count)\n"
 "      --multiget K           keys per get (default 1, at most 64)\n"
+"      --ttl SPEC             exptime of every set: N seconds (default 0: never\n"
+"                             expire; at most 2592000), or mix:F:N, where a\n"
+"                             fraction F of the keys get N and the rest 0\n"
 "      --preload              set every key once before the warm-up\n"
 "      --path PATH            HTTP path to GET, repeatable (default /)\n"
 "      --paths-file FILE      HTTP paths, one per line\n"
@@ -287,7 +291,7 @@ static void set_defaults(lg_options *o, int argc, char **argv)
 /* Which options were given, for the cross-checks. */
 typedef struct {
     int duration, requests, conns, rpc, port, multiget, path, preload, keysize, valsize, getratio;
-    const char *keysize_spec, *valsize_spec, *pop_spec, *duration_arg, *rate_arg;
+    const char *ttl_spec, *keysize_spec, *valsize_spec, *pop_spec, *duration_arg, *rate_arg;
 } seen_opts;
 
 static int parse_target_opt(lg_options *o, int c, const char *v, seen_opts *s, char *err)
@@ -366,6 +370,7 @@ static int parse_workload_opt(lg_options *o, int c, const char *v, seen_opts *s,
     }
     case O_POP: s->pop_spec = v; return 0;
     case O_MULTIGET: s->multiget = 1; return opt_uint("multiget", v, 1, LG_MAX_MULTIGET, &o->wl.multiget, err);
+    case O_TTL: s->ttl_spec = v; return 0;
     case O_PRELOAD: s->preload = 1; o->preload = 1; return 0;
     case O_PATH: s->path = 1; return add_path(o, v, err);
     case O_PATHSFILE: s->path = 1; return load_paths(o, v, err);
@@ -484,8 +489,9 @@ static int check_combinations(lg_options *o, const seen_opts *s, char *err)
         return fail(err, "--sequential-clients replaces --connections; give one of them");
     if (s->rpc && !o->seq_clients)
         return fail(err, "--requests-per-conn needs --sequential-clients");
-    if (http && (s->multiget || s->preload || s->getratio || s->keysize || s->valsize))
-        return fail(err, "--multiget, --preload, --get-ratio, --key-size and --value-size are memcache options, not http");
+    if (http && (s->multiget || s->preload || s->getratio || s->keysize || s->valsize || s->ttl_spec))
+        return fail(err, "--multiget, --preload, --get-ratio, --key-size, --value-size and --ttl are memcache options, "
+                    "not http");
     if (!http && s->path)
         return fail(err, "--path and --paths-file are http options; add --protocol http");
     if (o->rate / o->threads > 5e6) {
@@ -506,7 +512,8 @@ static int build_specs(lg_options *o, const seen_opts *s, char *err)
         opt_spec("value-size", lg_size_parse(s->valsize_spec ? s->valsize_spec : "100", 0, &o->wl.value_size,
                  why), why, err) < 0 ||
         opt_spec("popularity", lg_pop_parse(s->pop_spec ? s->pop_spec : "uniform", &o->wl.pop, why), why,
-                 err) < 0)
+                 err) < 0 ||
+        opt_spec("ttl", lg_ttl_parse(s->ttl_spec ? s->ttl_spec : "0", &o->wl.ttl, why), why, err) < 0)
         return -1;
     if (o->trace_file &&
         opt_spec("trace", lg_trace_load(o->trace_file, &o->trace, why), why, err) < 0)

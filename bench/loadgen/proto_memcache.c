@@ -28,7 +28,7 @@ int lg_mc_encode(const lg_workload *w, const lg_req *req, lg_buf *out)
         uint32_t size = lg_value_size(w, req->key[0]);
 
         lg_key_name(w, req->key[0], key);
-        n = snprintf(line, sizeof(line), "set %s 0 0 %u\r\n", key, size);
+        n = snprintf(line, sizeof(line), "set %s 0 %u %u\r\n", key, lg_key_ttl(w, req->key[0]), size);
         return lg_buf_append(out, line, (size_t)n) < 0 ? -1 : append_value(out, size);
     }
     if (lg_buf_append(out, "get", 3) < 0)

@@ -273,3 +273,53 @@ uint32_t lg_value_size(const lg_workload *w, uint64_t idx)
     key_rng(w, idx, 0x76616c, &r);
     return lg_size_draw(&w->value_size, &r);
 }
+
+/* ---- expiry ---------------------------------------------------------- */
+
+static int ttl_secs(const char *spec, const char *text, uint64_t min, uint32_t *secs, char *err)
+{
+    char why[LG_ERRLEN];
+    uint64_t n;
+
+    if (lg_parse_u64(text, min, LG_MAX_TTL, &n, why) == 0) {
+        *secs = (uint32_t)n;
+        return 0;
+    }
+    if (text == spec)
+        snprintf(err, LG_ERRLEN, "%s (seconds; memcached reads over 30 days as a date)", why);
+    else
+        snprintf(err, LG_ERRLEN, "'%s': TTL %s (seconds; memcached reads over 30 days as a date)", spec, why);
+    return -1;
+}
+
+int lg_ttl_parse(const char *spec, lg_ttl *t, char *err)
+{
+    char kind[16], why[LG_ERRLEN], frac[64];
+    const char *rest = lg_split_kind(spec, kind, sizeof(kind)), *colon;
+
+    t->fraction = 1;
+    if (!rest)
+        return ttl_secs(spec, spec, 0, &t->secs, err);
+    colon = strchr(rest, ':');
+    if (strcmp(kind, "mix") != 0 || !colon || (size_t)(colon - rest) >= sizeof(frac)) {
+        snprintf(err, LG_ERRLEN, "bad TTL '%s': want N (seconds) or mix:FRACTION:N", spec);
+        return -1;
+    }
+    memcpy(frac, rest, (size_t)(colon - rest));
+    frac[colon - rest] = '\0';
+    if (lg_parse_double(frac, 0, 1, &t->fraction, why) < 0) {
+        snprintf(err, LG_ERRLEN, "'%s': fraction %s", spec, why);
+        return -1;
+    }
+    return ttl_secs(spec, colon + 1, 1, &t->secs, err);
+}
+
+uint32_t lg_key_ttl(const lg_workload *w, uint64_t idx)
+{
+    lg_rng r;
+
+    if (w->ttl.secs == 0 || w->ttl.fraction >= 1)
+        return w->ttl.secs;
+    key_rng(w, idx, 0x74746c, &r);
+    return lg_rng_uniform(&r) < w->ttl.fraction ? w->ttl.secs : 0;
+}

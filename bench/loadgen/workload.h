@@ -49,6 +49,20 @@ int lg_pop_init(lg_popularity *p, uint64_t n, char *err);
 uint64_t lg_pop_draw(const lg_popularity *p, lg_rng *r);
 void lg_pop_free(lg_popularity *p);
 
+/* Expiry times of sets, a property of the key like its sizes: a share of
+ * the keys (drawn once per key) always gets `secs`, the rest never expire. */
+typedef struct {
+    uint32_t secs;      /* exptime of the keys that expire; 0: none does */
+    double fraction;    /* share of the keys that expire */
+} lg_ttl;
+
+/* memcached reads an exptime over 30 days as a Unix time, not a TTL. */
+#define LG_MAX_TTL 2592000u
+
+/* "N" (seconds, 0 = never expire) or "mix:F:N" (a fraction F of the keys
+ * get N, the others 0). */
+int lg_ttl_parse(const char *spec, lg_ttl *t, char *err);
+
 #define LG_MAX_MULTIGET 64
 #define LG_MAX_KEY 250
 
@@ -58,6 +72,7 @@ typedef struct {
     double get_ratio;
     unsigned multiget;
     lg_popularity pop;
+    lg_ttl ttl;
     const char **paths;     /* HTTP: request one of these (pop over paths) */
     size_t npaths;
     uint64_t seed;
@@ -66,5 +81,7 @@ typedef struct {
 /* Name of key `idx` into buf (LG_MAX_KEY + 1 bytes); returns its length. */
 size_t lg_key_name(const lg_workload *w, uint64_t idx, char *buf);
 uint32_t lg_value_size(const lg_workload *w, uint64_t idx);
+/* The exptime every set of key `idx` carries. */
+uint32_t lg_key_ttl(const lg_workload *w, uint64_t idx);
 
 #endif

@@ -19,13 +19,32 @@ import pytest
 from conftest import binary_or_skip, httpd_config_test, loadgen_binary
 from stagevar_bench.servers import LOOPBACK, HttpdServer, free_port
 
-# ---- memcached: -o stage_trace, -o stage_trace_kernel ---------------------
+# CPUs this process (and so a server it starts) may run on, and one it may not.
+ALLOWED = sorted(os.sched_getaffinity(0))
+OUTSIDE = max(ALLOWED) + 1
 
-# (kind, -o argument, expected message). Both options take exactly "0" or
-# "1" (stage_trace also nothing), so each row is one wrong spelling. The
-# two options never conflict (stage_trace_kernel without stage_trace just
-# has nothing to stamp), so "conflicting" rows repeat an option with a bad
-# second value: the later, bad one must still be refused.
+
+def cpu_list(cpus: list[int]) -> str:
+    """The kernel's list form, as the servers print it: 0-1,4."""
+    runs: list[list[int]] = []
+    for cpu in cpus:
+        if runs and cpu == runs[-1][-1] + 1:
+            runs[-1].append(cpu)
+        else:
+            runs.append([cpu])
+    return ",".join(f"{r[0]}-{r[-1]}" if len(r) > 1 else str(r[0]) for r in runs)
+
+
+# ---- memcached: stage_trace, stage_trace_kernel, lru_amortized_budget_us,
+# ---- worker_cpus, pin_helpers -----------------------------------------------
+
+# (kind, -o argument, expected message). stage_trace and
+# stage_trace_kernel take exactly "0" or "1" (stage_trace also nothing),
+# so each of their rows is one wrong spelling. Those two never conflict
+# (stage_trace_kernel without stage_trace just has nothing to stamp), so
+# their "conflicting" rows repeat an option with a bad second value: the
+# later, bad one must still be refused. lru_amortized_budget_us conflicts
+# with a server that has no LRU maintainer to amortize.
 MEMCACHED_ROWS = [
     ("malformed", "stage_trace=maybe", "stage_trace: 'maybe' is not 0 or 1"),
     ("malformed", "stage_trace=on", "stage_trace: 'on' is not 0 or 1"),
@@ -46,6 +65,45 @@ MEMCACHED_ROWS = [
     ("empty", "stage_trace=", "stage_trace: '' is not 0 or 1"),
     ("empty", "stage_trace_kernel=", "stage_trace_kernel: '' is not 0 or 1"),
     ("empty", "stage_trace_kernel", "stage_trace_kernel: '' is not 0 or 1"),
+    ("malformed", "lru_amortized_budget_us=abc", "lru_amortized_budget_us=abc: must be a whole number of microseconds from 0 to 100000"),
+    ("malformed", "lru_amortized_budget_us=1.5", "lru_amortized_budget_us=1.5: must be a whole number of microseconds from 0 to 100000"),
+    ("malformed", "lru_amortized_budget_us=0x10", "lru_amortized_budget_us=0x10: must be a whole number of microseconds from 0 to 100000"),
+    ("malformed", "worker_cpus=a", "worker_cpus=a: expected a CPU number at 'a'"),
+    ("malformed", "worker_cpus=0,,1", "worker_cpus=0,,1: expected a CPU number at ',1'"),
+    ("malformed", "worker_cpus=0,", "worker_cpus=0,: expected a CPU number after the last ','"),
+    ("malformed", "worker_cpus=0x", "worker_cpus=0x: expected ',' or '-' at 'x'"),
+    ("malformed", "worker_cpus=1-", "worker_cpus=1-: expected a CPU number at ''"),
+    ("malformed", "worker_cpus=-1", "worker_cpus=-1: expected a CPU number at '-1'"),
+    ("malformed", "pin_helpers=1x", "pin_helpers=1x: expected one CPU number"),
+    ("malformed", "pin_helpers=0-1", "pin_helpers=0-1: expected one CPU number"),
+    ("out-of-range", "lru_amortized_budget_us=-1", "lru_amortized_budget_us=-1: must be a whole number of microseconds from 0 to 100000"),
+    ("out-of-range", "lru_amortized_budget_us=100001", "lru_amortized_budget_us=100001: must be a whole number of microseconds from 0 to 100000"),
+    ("out-of-range", "lru_amortized_budget_us=99999999999999999999",
+     "lru_amortized_budget_us=99999999999999999999: must be a whole number of microseconds from 0 to 100000"),
+    ("out-of-range", "worker_cpus=5000", "worker_cpus=5000: CPU '5000' is above 1023"),
+    ("out-of-range", f"worker_cpus={OUTSIDE}",
+     f"worker_cpus={OUTSIDE}: CPU {OUTSIDE} is not one this server may run on ({cpu_list(ALLOWED)})"),
+    ("out-of-range", f"worker_cpus=0-{OUTSIDE}",
+     f"worker_cpus=0-{OUTSIDE}: CPU {OUTSIDE} is not one this server may run on ({cpu_list(ALLOWED)})"),
+    ("out-of-range", "worker_cpus=1-0", "worker_cpus=1-0: range '1-0' runs backwards"),
+    ("out-of-range", "pin_helpers=5000", "pin_helpers=5000: CPU '5000' is above 1023"),
+    ("out-of-range", f"pin_helpers={OUTSIDE}",
+     f"pin_helpers={OUTSIDE}: CPU {OUTSIDE} is not one this server may run on ({cpu_list(ALLOWED)})"),
+    ("conflicting", "lru_amortized_budget_us=20,no_lru_maintainer",
+     "lru_amortized_budget_us=20: needs the LRU maintainer, which no_lru_maintainer or no_modern turned off"),
+    ("conflicting", "no_lru_maintainer,lru_amortized_budget_us=20",
+     "lru_amortized_budget_us=20: needs the LRU maintainer, which no_lru_maintainer or no_modern turned off"),
+    ("conflicting", "no_modern,lru_amortized_budget_us=5",
+     "lru_amortized_budget_us=5: needs the LRU maintainer, which no_lru_maintainer or no_modern turned off"),
+    ("conflicting", "lru_amortized_budget_us=20,lru_amortized_budget_us=x", "lru_amortized_budget_us=x: must be a whole number of microseconds from 0 to 100000"),
+    ("conflicting", "worker_cpus=0,worker_cpus=a", "worker_cpus=a: expected a CPU number at 'a'"),
+    ("conflicting", "pin_helpers=0,pin_helpers=x", "pin_helpers=x: expected a CPU number at 'x'"),
+    ("empty", "lru_amortized_budget_us=", "lru_amortized_budget_us=: must be a whole number of microseconds from 0 to 100000"),
+    ("empty", "lru_amortized_budget_us", "lru_amortized_budget_us=: must be a whole number of microseconds from 0 to 100000"),
+    ("empty", "worker_cpus=", "worker_cpus: needs a list of CPUs, e.g. worker_cpus=0,2-3"),
+    ("empty", "worker_cpus", "worker_cpus: needs a list of CPUs, e.g. worker_cpus=0,2-3"),
+    ("empty", "pin_helpers=", "pin_helpers: needs a CPU, e.g. pin_helpers=1"),
+    ("empty", "pin_helpers", "pin_helpers: needs a CPU, e.g. pin_helpers=1"),
 ]
 
 
@@ -78,8 +136,6 @@ def test_stock_memcached_does_not_know_stage_trace() -> None:
 
 # ---- httpd: ProcessCorePinning, ProcessCoreList, StageTrace ---------------
 
-ALLOWED = sorted(os.sched_getaffinity(0))
-OUTSIDE = max(ALLOWED) + 1
 IN_VHOST = "<VirtualHost 127.0.0.1:1>\n{}\n</VirtualHost>"
 
 # (kind, configuration lines, expected message). The message is the
@@ -188,6 +244,10 @@ LOADGEN_ROWS = [
     ("malformed", ["--protocol", "http", "--paths-file", "/nonexistent"], "'/nonexistent'"),
     ("malformed", ["--late-us", "x"], "'x'"),
     ("malformed", ["--seed", "-1"], "'-1'"),
+    ("malformed", ["--ttl", "10s"], "'10s' is not a non-negative integer"),
+    ("malformed", ["--ttl", "mix:0.5"], "bad TTL 'mix:0.5'"),
+    ("malformed", ["--ttl", "mix:half:10"], "fraction 'half'"),
+    ("malformed", ["--ttl", "mux:0.5:10"], "bad TTL 'mux:0.5:10'"),
     ("malformed", ["--no-such-flag"], "'--no-such-flag'"),
     ("malformed", ["stray"], "'stray'"),
     # out of range
@@ -227,6 +287,10 @@ LOADGEN_ROWS = [
     ("out-of-range", ["--multiget", "65"], "'65' is out of range"),
     ("out-of-range", ["--spin-us", "1000001"], "'1000001' is out of range"),
     ("out-of-range", ["--seed", "18446744073709551616"], "'18446744073709551616'"),
+    ("out-of-range", ["--ttl", "-1"], "'-1'"),
+    ("out-of-range", ["--ttl", "2592001"], "'2592001' is out of range [0, 2592000]"),
+    ("out-of-range", ["--ttl", "mix:1.5:10"], "fraction '1.5' is out of range"),
+    ("out-of-range", ["--ttl", "mix:0.5:0"], "TTL '0' is out of range [1, 2592000]"),
     ("out-of-range", ["--port", "0"], "'0' is out of range"),
     ("out-of-range", ["--port", "65536"], "'65536' is out of range"),
     ("out-of-range", ["--server", "192.0.2.1"], "not a loopback address"),
@@ -240,6 +304,7 @@ LOADGEN_ROWS = [
     ("conflicting", ["--protocol", "http", "--preload"], "memcache options"),
     ("conflicting", ["--protocol", "http", "--multiget", "2"], "memcache options"),
     ("conflicting", ["--path", "/"], "http options"),
+    ("conflicting", ["--protocol", "http", "--ttl", "10"], "memcache options"),
     # empty
     ("empty", ["--rate", ""], "'' is not a number"),
     ("empty", ["--duration", ""], "'' is not a number"),
@@ -253,6 +318,8 @@ LOADGEN_ROWS = [
     ("empty", ["--cpus", ""], "'' has an empty item"),
     ("empty", ["--key-size", ""], "bad key size ''"),
     ("empty", ["--get-ratio", ""], "'' is not a number"),
+    ("empty", ["--ttl", ""], "'' is not a non-negative integer"),
+    ("empty", ["--ttl", "mix::10"], "fraction '' is not a number"),
     ("empty", ["--path", ""], "HTTP path ''"),
     ("empty", ["--protocol", "http", "--paths-file", "/dev/null"], "'/dev/null' lists no path"),
     ("empty", ["--json"], "'--json' needs a value"),

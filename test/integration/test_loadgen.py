@@ -129,6 +129,39 @@ def test_memcached_batching_sends_batches(fork_memcached: MemcachedServer, tmp_p
     assert report["latency_scheduled"]["mean"] > report["latency_sent"]["mean"] + 200_000
 
 
+def key_ttls(port: int, names: list[str]) -> list[int | None]:
+    """Each key's remaining TTL from meta get's t flag: -1 never expires,
+    None: the key is gone (expired or never stored)."""
+    with socket.create_connection((LOOPBACK, port), timeout=5) as s:
+        s.sendall(b"".join(f"mg {n} t\r\n".encode() for n in names) + b"mn\r\n")
+        data = b""
+        while not data.endswith(b"MN\r\n"):
+            chunk = s.recv(65536)
+            assert chunk, "memcached closed the meta connection"
+            data += chunk
+    replies = data.decode().splitlines()[:-1]
+    assert len(replies) == len(names), replies
+    return [int(r.split()[1][1:]) if r.startswith("HD t") else None for r in replies]
+
+
+def test_memcached_ttl_items_expire(fork_memcached: MemcachedServer, tmp_path: Path) -> None:
+    # Preload 200 keys (k00000..k00199) with half of them on a 1 s TTL;
+    # the run itself only gets, so nothing is set again.
+    report, _ = loadgen(tmp_path, "-p", str(fork_memcached.port), "--keys", "200", "--key-size", "6",
+                        "--preload", "--get-ratio", "1", "-n", "1", "-w", "0", "--ttl", "mix:0.5:1")
+    assert report["meta"]["ttl_s"] == 1 and report["meta"]["ttl_fraction"] == 0.5
+    names = [f"k{i:05d}" for i in range(200)]
+    ttls = key_ttls(fork_memcached.port, names)
+    expiring = [n for n, t in zip(names, ttls) if t is not None and 0 <= t <= 1]
+    forever = [n for n, t in zip(names, ttls) if t == -1]
+    assert len(expiring) + len(forever) == 200, ttls
+    assert 60 <= len(expiring) <= 140, f"mix:0.5 gave {len(expiring)} of 200 keys a TTL"
+    # memcached's clock ticks once a second: a 1 s TTL is over within 2 s.
+    time.sleep(2.5)
+    assert key_ttls(fork_memcached.port, expiring) == [None] * len(expiring)
+    assert key_ttls(fork_memcached.port, forever) == [-1] * len(forever)
+
+
 def run_with_stall(server: MemcachedServer, tmp_path: Path, *extra: str) -> dict[str, Any]:
     """loadgen at 2000/s for 1.5 s; the server is frozen for 50 ms in the middle."""
     out = tmp_path / "stall.json"

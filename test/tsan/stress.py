@@ -25,18 +25,13 @@ import subprocess
 import sys
 import threading
 import time
+from pathlib import Path
+
+# Runs on its own (tools/check-tsan): the shared client helper is in bench/.
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
+from stagevar_bench.memcache_client import read_until  # noqa: E402
 
 LOOPBACK = "127.0.0.1"
-
-
-def read_until(s: socket.socket, end: bytes) -> bytes:
-    data = b""
-    while not data.endswith(end):
-        chunk = s.recv(65536)
-        if not chunk:
-            raise ConnectionError(f"closed after {data[-200:]!r}")
-        data += chunk
-    return data
 
 
 def setter(port: int, stop: threading.Event, seed: int, errors: list[str]) -> None:

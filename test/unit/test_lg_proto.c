@@ -34,6 +34,20 @@ Test(memcache, encodes_get_multiget_and_set)
     lg_buf_free(&b);
 }
 
+Test(memcache, set_carries_the_key_ttl)
+{
+    lg_workload w = wl();
+    lg_req set = { .op = LG_OP_SET, .nkeys = 1, .key = { 5 } };
+    lg_buf b = { 0 };
+    char err[LG_ERRLEN];
+
+    cr_assert_eq(lg_ttl_parse("90", &w.ttl, err), 0, "%s", err);
+    cr_assert_eq(lg_mc_encode(&w, &set, &b), 0);
+    cr_assert_eq(lg_buf_len(&b), strlen("set k005 0 90 3\r\nxxx\r\n"));
+    cr_assert(memcmp(lg_buf_data(&b), "set k005 0 90 3\r\nxxx\r\n", lg_buf_len(&b)) == 0);
+    lg_buf_free(&b);
+}
+
 Test(memcache, frames_get_replies)
 {
     lg_workload w = wl();

@@ -186,3 +186,64 @@ Test(keys, names_are_unique_sized_and_stable)
         }
     }
 }
+
+static lg_ttl ttl_ok(const char *spec)
+{
+    char err[LG_ERRLEN] = "";
+    lg_ttl t;
+
+    cr_assert_eq(lg_ttl_parse(spec, &t, err), 0, "'%s': %s", spec, err);
+    return t;
+}
+
+Test(ttl, fixed_and_never)
+{
+    lg_workload w = { .keys = 1000, .seed = 3 };
+
+    w.ttl = ttl_ok("7");
+    for (uint64_t i = 0; i < 1000; i++)
+        cr_assert_eq(lg_key_ttl(&w, i), 7);
+    w.ttl = ttl_ok("0");
+    for (uint64_t i = 0; i < 1000; i++)
+        cr_assert_eq(lg_key_ttl(&w, i), 0);
+    w.ttl = ttl_ok("2592000");
+    cr_assert_eq(lg_key_ttl(&w, 5), 2592000);
+}
+
+Test(ttl, mix_is_per_key_with_the_fraction_asked)
+{
+    lg_workload w = { .keys = DRAWS, .seed = 3 };
+    uint64_t with = 0;
+
+    w.ttl = ttl_ok("mix:0.25:30");
+    for (uint64_t i = 0; i < DRAWS; i++) {
+        uint32_t t = lg_key_ttl(&w, i);
+
+        cr_assert(t == 0 || t == 30, "key %llu got TTL %u", (unsigned long long)i, t);
+        cr_assert_eq(lg_key_ttl(&w, i), t, "a key's TTL must not change between sets");
+        with += t == 30;
+    }
+    assert_count(with, 0.25, "keys with a TTL");
+    w.ttl = ttl_ok("mix:0:30");
+    cr_assert_eq(lg_key_ttl(&w, 1), 0);
+    w.ttl = ttl_ok("mix:1:30");
+    cr_assert_eq(lg_key_ttl(&w, 1), 30);
+}
+
+Test(ttl, bad_specs_name_the_value)
+{
+    static const char *const bad[][2] = {
+        { "-1", "'-1'" }, { "2592001", "'2592001' is out of range" }, { "", "''" }, { "5s", "'5s'" },
+        { "mix:0.5", "want N (seconds) or mix:FRACTION:N" }, { "mix:1.5:3", "fraction '1.5'" },
+        { "mix:0.5:0", "'0' is out of range [1," }, { "mix::3", "fraction ''" },
+        { "mix:0.5:", "TTL ''" }, { "max:0.5:3", "'max:0.5:3'" },
+    };
+
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        char err[LG_ERRLEN] = "";
+        lg_ttl t;
+
+        cr_assert_eq(lg_ttl_parse(bad[i][0], &t, err), -1, "'%s' accepted", bad[i][0]);
+        cr_assert(strstr(err, bad[i][1]), "'%s': '%s' lacks '%s'", bad[i][0], err, bad[i][1]);
+    }
+}
