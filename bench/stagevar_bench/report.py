@@ -300,7 +300,7 @@ def experiment_blocks(results: dict[str, Any], exp: dict[str, Any], out: Path) -
 
 def knob_by_sweep_blocks(exp: dict[str, Any], conf: int) -> list[Block]:
     sweep, knob = exp["sweep"], exp.get("knob_param", "knob")
-    return [P(f"Knob on / off at each {sweep} ({knob} = 1 vs 0; medians over runs, "
+    return [P(f"Knob on / off at each {sweep} ({knob} > 0 vs 0; medians over runs, "
               f"[{conf}% bootstrap CI]). Where it starts to help: {helps_from_text(exp)}."),
             Table([sweep, "runs on/off", "mean", "p99"],
                   [[f"{r[sweep]:g}", f"{r['runs'][0]}/{r['runs'][1]}", fmt_ci(r["mean"], 1, 3),

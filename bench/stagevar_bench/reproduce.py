@@ -3,12 +3,13 @@ the report.
 
 1. client batching for high-throughput memcached (loadgen --batch-interval-us);
 2. amortized LRU maintenance for low-core memcached
-   (-o lru_amortized_budget_us=N; skipped with a note if the fork lacks it);
+   (-o lru_amortized_budget_us=N; skipped with a note if the fork lacks it),
+   at shares of the saturation rate it measures first;
 3. process pinning for httpd (ProcessCorePinning): event MPM, one child per
    CPU, 25 threads per child, a 280-byte static page, 75 requests per
    connection at a deterministic interval, load set by connection rate.
 
-Sizes: full (about 30 min on 2 cores), quick (about 5), tiny (about a
+Sizes: full (about 22 min on 2 cores), quick (under 5), tiny (about a
 minute: the end-to-end test). Each use case first profiles the fork with
 stage tracing (baseline and knob), then runs its factorial experiment and
 its sensitivity sweeps with tracing off.
@@ -161,7 +162,7 @@ def lru(size: Size, name: str, saturation: float) -> UseCase:
                                          params={"budget_us": b, "cores": 1}) for b in budgets]
         designs.append(sweep_design(common, "lru-budget-sweep", levels, loads[-1], size.sweep_runs,
                                     "budget_us", 3, "The amortized budget swept (0 = the maintainer thread)."))
-        if cpus() > 1 and name != "tiny":
+        if cpus() > 1 and name == "full":
             cl = [replace(off, name="thread-1core", server_cpus="1"),
                   replace(on, name="amortized-1core", server_cpus="1"),
                   replace(off, name="thread-2cores", server_cpus="0-1", server_args=["-t", "2"],

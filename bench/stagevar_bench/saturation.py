@@ -3,11 +3,14 @@ sustains, found by doubling from a start rate and then bisecting, with a
 fresh server for every probe (the same runs as an experiment's, shorter).
 
 A probe sustains its rate when the replies that arrived within the
-measurement window are at least SUSTAINED of the offered rate: a server
-that falls behind answers fewer than it is sent, and its backlog shows
-there before latency alone would say it. A rate that falls short is
-probed once more before it counts as too high: on a shared machine a
-stall of another tenant can hold back a short window's replies.
+measurement window are at least SUSTAINED of the offered rate and its
+median latency is at most MEDIAN_GROWTH times the first probe's. Both are
+needed: a server that falls behind answers fewer than it is sent, but
+memcached past its knee reads ever larger batches and can answer nearly
+all of them in the window while its queue, and so the median, grows
+without bound. A rate that falls short is probed once more before it
+counts as too high: on a shared machine a stall of another tenant can
+hold back a short window.
 """
 from __future__ import annotations
 
@@ -18,16 +21,21 @@ from typing import Any
 from stagevar_bench.experiment import Design, ExperimentError, Level, Progress, run_one, target_for
 
 SUSTAINED = 0.95
+MEDIAN_GROWTH = 10.0
 
 
-def probe_summary(rec: dict[str, Any], rate: float) -> dict[str, Any]:
-    """What a probe keeps: its rate, what came back, and whether that counts."""
+def probe_summary(rec: dict[str, Any], rate: float, base_p50_ns: float | None) -> dict[str, Any]:
+    """What a probe keeps: its rate, what came back, and whether that
+    counts (against the first probe's median, `base_p50_ns`; None: this is
+    the first)."""
     if rec.get("error"):
         return {"rate": rate, "error": rec["error"], "sustained": False}
     lg = rec["loadgen"]
     achieved = float(lg["rates"].get("achieved", 0))
-    return {"rate": rate, "achieved": achieved, "p99_ns": lg["latency_scheduled"].get("p99"),
-            "sustained": achieved >= SUSTAINED * rate, "loadavg_after": rec.get("loadavg_after")}
+    p50 = float(lg["latency_scheduled"].get("p50") or 0)
+    bounded = base_p50_ns is None or p50 <= MEDIAN_GROWTH * base_p50_ns
+    return {"rate": rate, "achieved": achieved, "p50_ns": p50, "p99_ns": lg["latency_scheduled"].get("p99"),
+            "sustained": achieved >= SUSTAINED * rate and bounded, "loadavg_after": rec.get("loadavg_after")}
 
 
 def find_saturation(design: Design, level: Level, start: float, bisections: int, max_rate: float,
@@ -43,10 +51,12 @@ def find_saturation(design: Design, level: Level, start: float, bisections: int,
 
         def probe(rate: float) -> bool:
             rec = run_one(design, level, rate, design.arrivals[0], len(probes), 9000 + len(probes), target)
-            probes.append(probe_summary(rec, rate))
+            base = next((p["p50_ns"] for p in probes if "p50_ns" in p), None)
+            probes.append(probe_summary(rec, rate, base))
+            last = probes[-1]
             progress(f"[saturation {design.name}] {rate:.0f} req/s: "
-                     + (f"achieved {probes[-1]['achieved']:.0f}" if "achieved" in probes[-1]
-                        else f"FAILED: {probes[-1]['error']}"))
+                     + (f"achieved {last['achieved']:.0f}, p50 {last['p50_ns'] / 1e3:.0f} us"
+                        if "achieved" in last else f"FAILED: {last['error']}"))
             return bool(probes[-1]["sustained"])
 
         def sustains(rate: float) -> bool:
@@ -61,7 +71,8 @@ def find_saturation(design: Design, level: Level, start: float, bisections: int,
                 low = mid
             else:
                 high = mid
+    criterion = f"achieved >= {SUSTAINED:g} x offered and p50 <= {MEDIAN_GROWTH:g} x the first probe's"
     if low == 0:
-        raise ExperimentError(f"no rate down to {high:.0f} req/s was sustained (>= {SUSTAINED:.0%} answered)")
-    return {"rate": low, "upper_bound": high, "criterion": f"achieved >= {SUSTAINED:g} x offered",
-            "level": level.name, "duration_s": design.duration_s, "probes": probes}
+        raise ExperimentError(f"no rate down to {high:.0f} req/s was sustained ({criterion})")
+    return {"rate": low, "upper_bound": high, "criterion": criterion, "level": level.name,
+            "duration_s": design.duration_s, "probes": probes}
