@@ -46,7 +46,7 @@ class Size:
 
 SIZES = {
     "tiny": Size(runs=2, sweep_runs=2, duration_s=0.4, warmup_s=0.2, sweeps=True, profile_s=0.5),
-    "quick": Size(runs=5, sweep_runs=3, duration_s=1.0, warmup_s=0.5, sweeps=True, profile_s=1.0),
+    "quick": Size(runs=5, sweep_runs=3, duration_s=1.0, warmup_s=0.3, sweeps=True, profile_s=1.0),
     "full": Size(runs=5, sweep_runs=5, duration_s=3.0, warmup_s=1.0, sweeps=True, profile_s=3.0),
 }
 

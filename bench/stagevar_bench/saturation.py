@@ -4,7 +4,8 @@ fresh server for every probe (the same runs as an experiment's, shorter).
 
 A probe sustains its rate when the replies that arrived within the
 measurement window are at least SUSTAINED of the offered rate and its
-median latency is at most MEDIAN_GROWTH times the first probe's. Both are
+median latency is at most MEDIAN_GROWTH times the lowest median of the
+probes before it (the set-up's unloaded median, as far as known). Both are
 needed: a server that falls behind answers fewer than it is sent, but
 memcached past its knee reads ever larger batches and can answer nearly
 all of them in the window while its queue, and so the median, grows
@@ -26,8 +27,8 @@ MEDIAN_GROWTH = 10.0
 
 def probe_summary(rec: dict[str, Any], rate: float, base_p50_ns: float | None) -> dict[str, Any]:
     """What a probe keeps: its rate, what came back, and whether that
-    counts (against the first probe's median, `base_p50_ns`; None: this is
-    the first)."""
+    counts (against the lowest earlier median, `base_p50_ns`; None: there
+    is none yet)."""
     if rec.get("error"):
         return {"rate": rate, "error": rec["error"], "sustained": False}
     lg = rec["loadgen"]
@@ -51,7 +52,7 @@ def find_saturation(design: Design, level: Level, start: float, bisections: int,
 
         def probe(rate: float) -> bool:
             rec = run_one(design, level, rate, design.arrivals[0], len(probes), 9000 + len(probes), target)
-            base = next((p["p50_ns"] for p in probes if "p50_ns" in p), None)
+            base = min((p["p50_ns"] for p in probes if p.get("p50_ns")), default=None)
             probes.append(probe_summary(rec, rate, base))
             last = probes[-1]
             progress(f"[saturation {design.name}] {rate:.0f} req/s: "
@@ -71,7 +72,7 @@ def find_saturation(design: Design, level: Level, start: float, bisections: int,
                 low = mid
             else:
                 high = mid
-    criterion = f"achieved >= {SUSTAINED:g} x offered and p50 <= {MEDIAN_GROWTH:g} x the first probe's"
+    criterion = f"achieved >= {SUSTAINED:g} x offered and p50 <= {MEDIAN_GROWTH:g} x the lowest earlier probe's"
     if low == 0:
         raise ExperimentError(f"no rate down to {high:.0f} req/s was sustained ({criterion})")
     return {"rate": low, "upper_bound": high, "criterion": criterion, "level": level.name,
