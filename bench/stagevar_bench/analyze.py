@@ -220,11 +220,13 @@ def text_tables(analysis: dict[str, Any]) -> str:
         if exp["description"]:
             lines.append(exp["description"])
         lines.append(f"latency from the schedule, us: median over runs [{conf}% bootstrap CI]")
-        lines.append(f"{'knob':<14}{'load':>10} {'arr':<5}{'runs':>5}  {'p50':<26}{'p99':<26}{'p99.9':<26}")
+        lines.append(f"{'knob':<14}{'load':>10} {'arr':<5}{'runs':>5}  {'mean':<26}{'p50':<26}{'p99':<26}"
+                     f"{'p99.9':<26}lost")
         for c in exp["cells"]:
             p = c["percentiles"]
             lines.append(f"{c['knob']:<14}{c['load']:>10g} {c['arrival']:<5}{c['runs']:>5}  "
-                         f"{fmt_ci(p['p50']):<26}{fmt_ci(p['p99']):<26}{fmt_ci(p['p999']):<26}")
+                         f"{fmt_ci(c['mean_ns']):<25} {fmt_ci(p['p50']):<25} {fmt_ci(p['p99']):<25} "
+                         f"{fmt_ci(p['p999']):<25} {c['errors']} ({c['loss']:.2%})")
         if exp["ratios"]:
             lines.append(f"ratio knob / {exp['baseline']} (median over runs) [{conf}% bootstrap CI]; < 1 is better")
             for r in exp["ratios"]:
