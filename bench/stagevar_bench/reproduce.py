@@ -141,7 +141,7 @@ def lru_saturation(size: Size, name: str, netns: bool) -> dict[str, Any]:
 
 def lru(size: Size, name: str, saturation: float) -> UseCase:
     shares = LRU_SHARES[name]
-    loads = [float(round(saturation * f, -2)) for f in shares]
+    loads = [float(round(saturation * f, -1)) for f in shares]
     common = lru_common(size, name)
     off = lru_baseline()
     on = Level("amortized-50us", "fork", server_args=["-o", f"{LRU_OPTION}=50"],

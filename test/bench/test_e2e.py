@@ -115,5 +115,5 @@ def check_lru_loads(results: dict, md: str) -> None:
     sat = claim["saturation"]
     assert any(p["rate"] == sat["rate"] and p["sustained"] for p in sat["probes"])
     lru = next(e for e in results["experiments"] if e["design"]["name"] == "lru")
-    assert lru["design"]["loads"] == [round(sat["rate"] * 0.5, -2)]
+    assert lru["design"]["loads"] == [round(sat["rate"] * 0.5, -1)]
     assert f"saturation measured at {sat['rate']:.0f} req/s" in md
