@@ -73,6 +73,8 @@ def analyze_experiment(exp: dict[str, Any], conf: float = 0.95, reps: int = 5000
         cell["mean_ns"] = bootstrap_ci([s["mean_ns"] for s in runs], conf=conf, reps=reps).as_dict()
         cell["achieved"] = float(np.median([s["achieved"] or 0 for s in runs]))
         cell["errors"] = int(sum(s["errors"] + s["lost"] + s["timeouts"] for s in runs))
+        cell["requests"] = int(sum(s["n"] + s["errors"] + s["lost"] + s["timeouts"] for s in runs))
+        cell["loss"] = cell["errors"] / cell["requests"] if cell["requests"] else 0.0
         cpr = [s["cpu_per_request_ns"] for s in runs if s["cpu_per_request_ns"]]
         cell["cpu_per_request_ns"] = float(np.median(cpr)) if cpr else None
         cell["loadavg_max"] = max((x for s in runs for x in s["loadavg"] if x is not None), default=None)
@@ -102,14 +104,54 @@ def analyze_experiment(exp: dict[str, Any], conf: float = 0.95, reps: int = 5000
     out: dict[str, Any] = {
         "name": design["name"], "server": design["server"], "description": design.get("description", ""),
         "load_unit": design.get("load_unit", "req/s"), "sweep": design.get("sweep"),
+        "knob_param": design.get("knob_param"),
         "baseline": baseline, "levels": levels, "params": params, "conf": conf,
         "runs_total": len(exp["runs"]), "runs_failed": len(exp["runs"]) - len(ok_runs),
         "failures": sorted({r.get("error") or "no latency recorded" for r in exp["runs"] if not run_ok(r)}),
         "runs": summaries, "cells": cells, "ratios": ratios, "qr": [],
     }
+    if design.get("sweep") and design.get("knob_param"):
+        out["knob_by_sweep"] = knob_by_sweep(summaries, params, design["sweep"], design["knob_param"],
+                                             conf, reps)
     if with_qr and ok_runs:
         out["qr"] = qr_for(ok_runs, baseline, design)
     return out
+
+
+def knob_by_sweep(summaries: list[dict[str, Any]], params: dict[str, dict[str, float]], sweep: str,
+                  knob: str, conf: float, reps: int) -> list[dict[str, Any]]:
+    """At each value of the swept parameter, the knob on / off ratio (the
+    level parameter `knob`: 0 is off) of the runs' means and p99s."""
+    groups: dict[tuple[float, bool], list[dict[str, Any]]] = {}
+    for s in summaries:
+        prm = params.get(s["cell"]["knob"], {})
+        if sweep in prm and knob in prm:
+            groups.setdefault((float(prm[sweep]), bool(prm[knob])), []).append(s)
+    rows = []
+    for value in sorted({v for v, _ in groups}):
+        on, off = groups.get((value, True), []), groups.get((value, False), [])
+        if not on or not off:
+            continue
+        rows.append({sweep: value, "runs": [len(on), len(off)],
+                     "mean": bootstrap_ratio_ci([s["mean_ns"] for s in on], [s["mean_ns"] for s in off],
+                                                conf=conf, reps=reps).as_dict(),
+                     "p99": bootstrap_ratio_ci([s["percentiles"]["p99"]["value"] for s in on],
+                                               [s["percentiles"]["p99"]["value"] for s in off],
+                                               conf=conf, reps=reps).as_dict()})
+    return rows
+
+
+def knob_helps_from(rows: list[dict[str, Any]], sweep: str, metric: str = "mean",
+                    bound: str = "high") -> float | None:
+    """The smallest swept value from which on the knob's ratio has its
+    whole CI (bound "high"; "value": its estimate) below 1, at that value
+    and every larger one; None if not even at the largest."""
+    helps_from = None
+    for row in sorted(rows, key=lambda r: r[sweep], reverse=True):
+        if not row[metric][bound] < 1:
+            break
+        helps_from = row[sweep]
+    return helps_from
 
 
 def qr_for(runs: list[dict[str, Any]], baseline: str, design: dict[str, Any]) -> list[dict[str, Any]]:
@@ -178,11 +220,13 @@ def text_tables(analysis: dict[str, Any]) -> str:
         if exp["description"]:
             lines.append(exp["description"])
         lines.append(f"latency from the schedule, us: median over runs [{conf}% bootstrap CI]")
-        lines.append(f"{'knob':<14}{'load':>10} {'arr':<5}{'runs':>5}  {'p50':<26}{'p99':<26}{'p99.9':<26}")
+        lines.append(f"{'knob':<14}{'load':>10} {'arr':<5}{'runs':>5}  {'mean':<26}{'p50':<26}{'p99':<26}"
+                     f"{'p99.9':<26}lost")
         for c in exp["cells"]:
             p = c["percentiles"]
             lines.append(f"{c['knob']:<14}{c['load']:>10g} {c['arrival']:<5}{c['runs']:>5}  "
-                         f"{fmt_ci(p['p50']):<26}{fmt_ci(p['p99']):<26}{fmt_ci(p['p999']):<26}")
+                         f"{fmt_ci(c['mean_ns']):<25} {fmt_ci(p['p50']):<25} {fmt_ci(p['p99']):<25} "
+                         f"{fmt_ci(p['p999']):<25} {c['errors']} ({c['loss']:.2%})")
         if exp["ratios"]:
             lines.append(f"ratio knob / {exp['baseline']} (median over runs) [{conf}% bootstrap CI]; < 1 is better")
             for r in exp["ratios"]:

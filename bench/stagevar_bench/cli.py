@@ -262,13 +262,18 @@ def cmd_compare(args: argparse.Namespace) -> int:
     return 0
 
 
-def cmd_analyze(args: argparse.Namespace) -> int:
-    from stagevar_bench.analyze import analyze, text_tables
+def read_results(path: Path) -> dict[str, Any]:
+    """A results file, or bad input naming it."""
     from stagevar_bench.experiment import ExperimentError, load_results
     try:
-        results = load_results(args.results)
+        return load_results(path)
     except ExperimentError as e:
         raise CliError(str(e)) from None
+
+
+def cmd_analyze(args: argparse.Namespace) -> int:
+    from stagevar_bench.analyze import analyze, text_tables
+    results = read_results(args.results)
     analysis = analyze(results, conf=args.conf, with_qr=not args.no_qr)
     print(text_tables(analysis))
     if args.json_out:
@@ -277,21 +282,17 @@ def cmd_analyze(args: argparse.Namespace) -> int:
 
 
 def cmd_report(args: argparse.Namespace) -> int:
-    from stagevar_bench.experiment import ExperimentError, load_results
     from stagevar_bench.report import write_report
-    try:
-        results = load_results(args.results)
-    except ExperimentError as e:
-        raise CliError(str(e)) from None
+    results = read_results(args.results)
     md = write_report(results, args.out, conf=args.conf)
     print(f"{PROG} report: {md} and {md.with_suffix('.html')}")
     return 0
 
 
 def cmd_compact(args: argparse.Namespace) -> int:
-    from stagevar_bench.experiment import ExperimentError, compact_results, load_results, save_results
+    from stagevar_bench.experiment import ExperimentError, compact_results, save_results
     try:
-        results = compact_results(load_results(args.results), args.per_octave)
+        results = compact_results(read_results(args.results), args.per_octave)
     except ExperimentError as e:
         raise CliError(str(e)) from None
     save_results(results, args.out)
@@ -301,11 +302,11 @@ def cmd_compact(args: argparse.Namespace) -> int:
 
 
 def cmd_reproduce(args: argparse.Namespace) -> int:
-    from stagevar_bench.reproduce import USE_CASES, reproduce
-    only = args.only or list(USE_CASES)
+    from stagevar_bench.reproduce import NAMES, reproduce
+    only = args.only or NAMES
     for name in only:
-        if name not in USE_CASES:
-            raise CliError(f"unknown use case {name!r} (choose from {', '.join(USE_CASES)})")
+        if name not in NAMES:
+            raise CliError(f"unknown use case {name!r} (choose from {', '.join(NAMES)})")
     return reproduce(args.out, args.size or "full", only, netns=args.netns)
 
 

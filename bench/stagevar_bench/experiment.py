@@ -70,6 +70,8 @@ class Design:
     ideal_servers: int = 1                        # the queueing ideal's c
     ideal_shared: bool = False                    # one queue (httpd) or one per worker
     sweep: str | None = None                      # the level parameter this design varies
+    knob_param: str | None = None                 # with sweep: the level parameter that turns the
+                                                  # knob on (0 = off), compared at each swept value
     description: str = ""
 
     def validate(self) -> None:

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any, Union
 
 from stagevar_bench import plots
-from stagevar_bench.analyze import analyze, fmt_ci
+from stagevar_bench.analyze import analyze, fmt_ci, knob_helps_from
 from stagevar_bench.profile import text as profile_text
 
 
@@ -103,6 +103,9 @@ def inline(text: str) -> str:
 
 # ----------------------------------------------------------- the content
 
+NO_WORSE_MARGIN = 0.1
+
+
 def target_verdict(e: dict[str, float], at_most: float) -> str:
     """Is the ratio at most `at_most`? Met if the whole CI is, not met if
     none of it is."""
@@ -113,6 +116,62 @@ def target_verdict(e: dict[str, float], at_most: float) -> str:
     if e["low"] > at_most:
         return "not met"
     return "inconclusive (CI spans it)"
+
+
+def no_worse_verdict(e: dict[str, float]) -> str:
+    """Did the knob cost nothing? Met if the whole CI is at most
+    1 + NO_WORSE_MARGIN, not met if all of it is above 1."""
+    if not all(math.isfinite(e[k]) for k in ("low", "high")):
+        return "inconclusive"
+    if e["high"] <= 1 + NO_WORSE_MARGIN:
+        return "met"
+    if e["low"] > 1:
+        return "not met (worse)"
+    return "inconclusive (CI spans it)"
+
+
+def check_load(chk: dict[str, Any], loads: list[float]) -> float:
+    if chk["load"] == "highest":
+        return max(loads)
+    if chk["load"] == "lowest":
+        return min(loads)
+    return float(chk["load"])
+
+
+def check_verdicts(chk: dict[str, Any], exp: dict[str, Any], knob: str) -> list[str]:
+    """One verdict per arrival process at the check's load."""
+    rs = [r for r in exp["ratios"] if r["knob"] == knob]
+    at = check_load(chk, [r["load"] for r in rs])
+    out = []
+    if chk.get("kind") == "loss":
+        for c in (c for c in exp["cells"] if c["knob"] == knob and c["load"] == at):
+            out.append(f"requests lost at {at:g} ({c['arrival']}): {c['errors']} of {c['requests']}: "
+                       + ("met" if c["errors"] == 0 else "not met"))
+        return out
+    for r in (r for r in rs if r["load"] == at):
+        e = r["mean"] if chk["metric"] == "mean" else r["percentiles"][chk["metric"]]
+        if chk.get("kind") == "no-worse":
+            out.append(f"{chk['metric']} at {at:g} ({r['arrival']}) no worse than x{1 + NO_WORSE_MARGIN:g}: "
+                       + no_worse_verdict(e))
+        else:
+            out.append(f"{chk['metric']} at {at:g} ({r['arrival']}) <= x{chk['at_most']:g}: "
+                       + target_verdict(e, chk["at_most"]))
+    return out
+
+
+def helps_from_text(exp: dict[str, Any]) -> str:
+    """Where, along the sweep, the knob starts to help (computed from the
+    CIs of knob_by_sweep)."""
+    rows, sweep = exp.get("knob_by_sweep") or [], exp.get("sweep") or ""
+    if not rows:
+        return f"no {sweep} value had both knob levels measured"
+    strict, point = knob_helps_from(rows, sweep), knob_helps_from(rows, sweep, bound="value")
+    if strict is not None:
+        return f"the knob lowers the mean (whole 95% CI below 1) from {sweep} = {strict:g} up"
+    if point is not None:
+        return (f"the mean ratio is below 1 from {sweep} = {point:g} up, but no CI lies wholly "
+                "below 1: not shown at 95%")
+    return f"the knob did not lower the mean at the largest {sweep}"
 
 
 def claims_table(results: dict[str, Any], analysis: dict[str, Any]) -> list[Block]:
@@ -130,19 +189,19 @@ def claims_table(results: dict[str, Any], analysis: dict[str, Any]) -> list[Bloc
         if not rs:
             rows.append([c["use_case"], c["claim"], "no successful runs to compare", "-"])
             continue
-        top, bottom = max(r["load"] for r in rs), min(r["load"] for r in rs)
+        sat = c.get("saturation") or {}
         parts, verdicts = [], []
         for r in sorted(rs, key=lambda r: (r["load"], r["arrival"])):
             p99, p50 = r["percentiles"]["p99"], r["percentiles"]["p50"]
-            parts.append(f"{r['load']:g} {exp['load_unit']} {r['arrival']}: mean x{fmt_ci(r['mean'], 1, 2)}, "
-                         f"p99 x{fmt_ci(p99, 1, 2)}, p50 x{fmt_ci(p50, 1, 2)}")
-        checks = c.get("checks") or [{"metric": "p99", "load": "highest", "at_most": 1.0}]
-        for chk in checks:
-            at = top if chk["load"] == "highest" else bottom
-            for r in (r for r in rs if r["load"] == at):
-                e = r["mean"] if chk["metric"] == "mean" else r["percentiles"][chk["metric"]]
-                verdicts.append(f"{chk['metric']} at {at:g} ({r['arrival']}) <= x{chk['at_most']:g}: "
-                                + target_verdict(e, chk["at_most"]))
+            share = f" ({r['load'] / sat['rate']:.0%} of saturation)" if sat.get("rate") else ""
+            parts.append(f"{r['load']:g} {exp['load_unit']}{share} {r['arrival']}: mean "
+                         f"x{fmt_ci(r['mean'], 1, 2)}, p99 x{fmt_ci(p99, 1, 2)}, p50 x{fmt_ci(p50, 1, 2)}")
+        if sat.get("rate"):
+            parts.insert(0, f"saturation measured at {sat['rate']:.0f} req/s")
+        for chk in c.get("checks") or [{"metric": "p99", "load": "highest", "at_most": 1.0}]:
+            verdicts += check_verdicts(chk, exp, c["knob"])
+        if c.get("sweep_experiment") in exps:
+            verdicts.append(helps_from_text(exps[c["sweep_experiment"]]))
         rows.append([c["use_case"], c["claim"], "; ".join(parts), "; ".join(verdicts)])
     return [H(2, "Paper's claim vs measured here"),
             P("Ratios are knob / baseline of the median over runs of each run's mean or percentile, "
@@ -184,18 +243,23 @@ def experiment_blocks(results: dict[str, Any], exp: dict[str, Any], out: Path) -
     rows = []
     for c in exp["cells"]:
         p = c["percentiles"]
-        rows.append([c["knob"], f"{c['load']:g}", c["arrival"], str(c["runs"]), fmt_ci(p["p50"]),
-                     fmt_ci(p["p90"]), fmt_ci(p["p99"]), fmt_ci(p["p999"]), f"{c['achieved']:.0f}",
-                     str(c["errors"]), f"{c['loadavg_max']:.1f}" if c.get("loadavg_max") is not None else "-"])
-    b.append(P(f"Latency (µs): median over runs of each run's percentile [{conf}% bootstrap CI]."))
-    b.append(Table(["knob", f"load ({exp['load_unit']})", "arrival", "runs", "p50", "p90", "p99", "p99.9",
-                    "achieved req/s", "errors+lost+timeouts", "max load avg"], rows))
+        rows.append([c["knob"], f"{c['load']:g}", c["arrival"], str(c["runs"]), fmt_ci(c["mean_ns"]),
+                     fmt_ci(p["p50"]), fmt_ci(p["p90"]), fmt_ci(p["p99"]), fmt_ci(p["p999"]),
+                     f"{c['achieved']:.0f}", f"{c['errors']} ({c.get('loss', 0):.2%})",
+                     f"{c['loadavg_max']:.1f}" if c.get("loadavg_max") is not None else "-"])
+    b.append(P(f"Latency (µs): median over runs of each run's mean and percentiles [{conf}% bootstrap CI]. "
+               "Lost: requests that failed, were lost with a connection the server closed, or were "
+               "unanswered at the end, summed over the cell's runs (share of its requests)."))
+    b.append(Table(["knob", f"load ({exp['load_unit']})", "arrival", "runs", "mean", "p50", "p90", "p99",
+                    "p99.9", "achieved req/s", "lost", "max load avg"], rows))
     if exp["ratios"]:
         b.append(P(f"Ratio knob / `{exp['baseline']}` [{conf}% bootstrap CI, runs resampled per group]."))
         b.append(Table(["knob", "load", "arrival", "p50", "p95", "p99", "p99.9", "mean"],
                        [[r["knob"], f"{r['load']:g}", r["arrival"],
                          *[fmt_ci(r["percentiles"][k], 1, 3) for k in ("p50", "p95", "p99", "p999")],
                          fmt_ci(r["mean"], 1, 3)] for r in exp["ratios"]]))
+    if exp.get("knob_by_sweep"):
+        b += knob_by_sweep_blocks(exp, conf)
     ideal = [c for c in exp["cells"] if c.get("ideal")]
     if ideal:
         b.append(P("Queueing ideal: the same arrival process (regenerated from the run's settings), "
@@ -232,6 +296,15 @@ def experiment_blocks(results: dict[str, Any], exp: dict[str, Any], out: Path) -
         if made:
             b.append(Img(f"plots/{fname}", caption))
     return b
+
+
+def knob_by_sweep_blocks(exp: dict[str, Any], conf: int) -> list[Block]:
+    sweep, knob = exp["sweep"], exp.get("knob_param", "knob")
+    return [P(f"Knob on / off at each {sweep} ({knob} > 0 vs 0; medians over runs, "
+              f"[{conf}% bootstrap CI]). Where it starts to help: {helps_from_text(exp)}."),
+            Table([sweep, "runs on/off", "mean", "p99"],
+                  [[f"{r[sweep]:g}", f"{r['runs'][0]}/{r['runs'][1]}", fmt_ci(r["mean"], 1, 3),
+                    fmt_ci(r["p99"], 1, 3)] for r in exp["knob_by_sweep"]])]
 
 
 def profile_blocks(results: dict[str, Any], out: Path) -> list[Block]:

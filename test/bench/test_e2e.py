@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from stagevar_bench.experiment import load_results
 from stagevar_bench.servers import build_binary
 
 BENCH = Path(__file__).resolve().parents[2] / "bench"
@@ -78,13 +79,41 @@ def test_tiny_reproduction_writes_report_and_plots(tmp_path: Path) -> None:
     names = {p.name for p in pngs}
     assert {"batching-tail.png", "batching-batch-cdf.png", "pinning-tail.png", "stage-variance.png",
             "batching-sweep-sensitivity.png", "pinning-threads-sweep-sensitivity.png"} <= names
-    assert all(p.stat().st_size > 5000 for p in pngs)
+    assert all(p.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and p.stat().st_size > 1500 for p in pngs)
     for p in names:
         assert f"plots/{p}" in md
     assert (tmp_path / "report.html").stat().st_size > 5000
     assert (tmp_path / "results.json.gz").stat().st_size > 1000
+    assert "Knob on / off at each threads_per_child" in md and "requests lost at" in md
+    results = load_results(tmp_path / "results.json.gz")
+    check_pinning_clients(results)
+    check_lru_loads(results, md)
     # The report comes again from the results alone.
     again = stagevar("report", str(tmp_path / "results.json.gz"), "--out", str(tmp_path / "again"),
                      timeout=120)
     assert again.returncode == 0, again.stderr
     assert (tmp_path / "again" / "report.md").read_text() == md
+
+
+def check_pinning_clients(results: dict) -> None:
+    """No pinning cell offers more connections than the server has workers."""
+    runs = [(exp["design"], run) for exp in results["experiments"] if exp["design"]["server"] == "httpd"
+            for run in exp["runs"]]
+    assert runs
+    for design, run in runs:
+        level = next(l for l in design["levels"] if l["name"] == run["cell"]["knob"])
+        cmd = run["loadgen_cmd"]
+        clients = int(cmd[max(i for i, arg in enumerate(cmd) if arg == "--sequential-clients") + 1])
+        assert clients <= level["params"]["threads_per_child"] * (os.cpu_count() or 1), (level["name"], clients)
+
+
+def check_lru_loads(results: dict, md: str) -> None:
+    """The LRU case's loads are shares of the saturation rate it measured."""
+    claim = next(c for c in results["claims"] if c["use_case"].startswith("amortized LRU"))
+    if claim.get("skipped"):
+        return
+    sat = claim["saturation"]
+    assert any(p["rate"] == sat["rate"] and p["sustained"] for p in sat["probes"])
+    lru = next(e for e in results["experiments"] if e["design"]["name"] == "lru")
+    assert lru["design"]["loads"] == [round(sat["rate"] * 0.5, -1)]
+    assert f"saturation measured at {sat['rate']:.0f} req/s" in md
