@@ -80,32 +80,33 @@ def slow_client(port: int, stop: threading.Event, post: bool) -> None:
             time.sleep(0.01)
 
 
-def children(parent: int) -> list[int]:
-    """The live child processes of parent, from /proc."""
+def processes_of(server: HttpdServer) -> list[int]:
+    """Live processes running this server's binary with its configuration
+    file (unique per server): the parent and every child, orphaned or not."""
+    binary, conf = server.binary.resolve(), str(server.conf).encode()
     pids = []
-    for stat in Path("/proc").glob("[0-9]*/stat"):
+    for proc in Path("/proc").glob("[0-9]*"):
         try:
-            if int(stat.read_text().rsplit(")", 1)[1].split()[1]) == parent:
-                pids.append(int(stat.parent.name))
-        except (OSError, ValueError, IndexError):
+            if (proc / "exe").resolve() == binary and conf in (proc / "cmdline").read_bytes():
+                pids.append(int(proc.name))
+        except OSError:
             continue
     return pids
 
 
 def stop_and_reap(server: HttpdServer) -> int:
-    """SIGTERM the parent under load; SIGKILL any child it left: how many."""
+    """SIGTERM the parent under load; SIGKILL any child still running once
+    it has exited: how many there were."""
     assert server.proc is not None
-    left = children(server.proc.pid)
     stop_process(server.proc, STOP_TIMEOUT_S)
-    orphans = 0
-    for pid in left:
+    time.sleep(0.5)  # a child the parent told to exit may still be exiting
+    orphans = processes_of(server)
+    for pid in orphans:
         try:
-            if Path(f"/proc/{pid}/exe").resolve() == server.binary.resolve():
-                os.kill(pid, signal.SIGKILL)
-                orphans += 1
+            os.kill(pid, signal.SIGKILL)
         except OSError:
-            pass  # gone, as it should be
-    return orphans
+            pass  # exited meanwhile
+    return len(orphans)
 
 
 def reports(directory: Path) -> list[Path]:
