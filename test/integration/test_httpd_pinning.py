@@ -266,12 +266,7 @@ def test_one_process_mode_warns_once_and_does_not_pin(fork_httpd: Path) -> None:
 @pytest.mark.parametrize("directives", ["ProcessCorePinning off", "ProcessCorePinning on",
                                         f"ProcessCorePinning on\nProcessCoreList {ALLOWED[0]}"])
 def test_good_directives_pass_the_syntax_check(fork_httpd: Path, directives: str) -> None:
-    server = HttpdServer(fork_httpd, extra_conf=directives)
-    try:
-        proc = subprocess.run([str(fork_httpd), "-t", "-f", str(server.write_conf())],
-                              capture_output=True, text=True, timeout=20)
-    finally:
-        server.stop()
+    proc, _ = httpd_config_test(fork_httpd, directives, "ProcessCorePinning")
     assert proc.returncode == 0, proc.stderr
 
 

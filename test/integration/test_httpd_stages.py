@@ -195,10 +195,5 @@ def test_stock_serves_the_base_config_but_not_stage_trace() -> None:
 def test_example_config_is_valid() -> None:
     binary = binary_or_skip("fork", "httpd")
     example = Path(__file__).resolve().parents[2] / "httpd" / "stagevar-example.conf"
-    server = HttpdServer(binary, extra_conf=f'Include "{example}"')
-    try:
-        proc = subprocess.run([str(binary), "-t", "-f", str(server.write_conf())],
-                              capture_output=True, text=True, timeout=20)
-    finally:
-        server.stop()
+    proc, _ = httpd_config_test(binary, f'Include "{example}"', "Include")
     assert proc.returncode == 0, proc.stderr
