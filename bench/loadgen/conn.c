@@ -15,7 +15,7 @@
 #include <event2/event.h>
 
 #include "stagevar.h"
-#include "thread.h"
+#include "loop.h"
 
 #define READ_CHUNK 65536
 

@@ -3,8 +3,8 @@
  * and its statistics. Threads share nothing while they run but the start
  * time, set once before the run, and a progress counter.
  */
-#ifndef LG_THREAD_H
-#define LG_THREAD_H
+#ifndef LG_LOOP_H
+#define LG_LOOP_H
 
 #include <pthread.h>
 #include <stdint.h>

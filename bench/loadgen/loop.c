@@ -1,7 +1,7 @@
 /* A load-generating thread: connect, pace sends to the schedule, collect
  * replies, drain, and account for every measured request. */
 #define _GNU_SOURCE
-#include "thread.h"
+#include "loop.h"
 
 #include <errno.h>
 #include <limits.h>
