@@ -254,16 +254,29 @@ static void key_rng(const lg_workload *w, uint64_t idx, uint64_t salt, lg_rng *r
 
 size_t lg_key_name(const lg_workload *w, uint64_t idx, char *buf)
 {
+    char digits[20];
+    size_t nd = 0, width, len, pad;
     lg_rng r;
     uint32_t want;
-    int n;
 
     key_rng(w, idx, 0x6b6579, &r);
     want = lg_size_draw(&w->key_size, &r);
     /* "k" then the zero-padded index: unique, and as long as asked unless
-     * the index needs more digits than that. */
-    n = snprintf(buf, LG_MAX_KEY + 1, "k%0*llu", want > 1 ? (int)want - 1 : 1, (unsigned long long)idx);
-    return n > LG_MAX_KEY ? LG_MAX_KEY : (size_t)n;
+     * the index needs more digits than that. (By hand, not snprintf: this
+     * runs for every key of every request and reply.) */
+    do
+        digits[nd++] = (char)('0' + idx % 10);
+    while ((idx /= 10) > 0);
+    width = want > 1 ? want - 1 : 1;
+    len = 1 + (width > nd ? width : nd);
+    len = len > LG_MAX_KEY ? LG_MAX_KEY : len;
+    pad = len - 1 > nd ? len - 1 - nd : 0;
+    buf[0] = 'k';
+    memset(buf + 1, '0', pad);
+    for (size_t i = 0; 1 + pad + i < len; i++)
+        buf[1 + pad + i] = digits[nd - 1 - i];
+    buf[len] = '\0';
+    return len;
 }
 
 uint32_t lg_value_size(const lg_workload *w, uint64_t idx)
