@@ -282,7 +282,7 @@ static void on_read(evutil_socket_t fd, short what, void *arg)
 
     (void)fd, (void)what;
     read_replies(c);
-    lg_thread_busy(t, start);
+    lg_thread_io_done(t, start);
 }
 
 /* ---- connecting -------------------------------------------------------- */
@@ -297,7 +297,7 @@ static void on_writable(evutil_socket_t fd, short what, void *arg)
     (void)what;
     if (c->state == LG_CONN_UP) {
         lg_conn_flush(c);
-        lg_thread_busy(c->t, now);
+        lg_thread_io_done(c->t, now);
         return;
     }
     if (getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &len) < 0 || err != 0) {
