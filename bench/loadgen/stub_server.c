@@ -7,20 +7,24 @@
  * line with "ERROR\r\n"; it stores nothing. One thread, one epoll set
  * polled without blocking (a saturated server never sleeps either, so a
  * client's send never has to wake it), all replies of one read in one
- * send (a client that does not read its replies is dropped). It exits after --seconds (default 600) so it never outlives a
- * forgotten benchmark. Loopback only.
+ * send (a client that does not read its replies is dropped). It exits
+ * when its parent does, and after --seconds (default 600) anyway, so a
+ * busy-polling process never outlives the benchmark that started it.
+ * Loopback only.
  *
  * usage: stub-server -p PORT [--seconds N]
  */
 #define _GNU_SOURCE
 #include <arpa/inet.h>
 #include <errno.h>
+#include <signal.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
@@ -143,6 +147,10 @@ int main(int argc, char **argv)
     if (port == 0) {
         fprintf(stderr, "stub-server: -p PORT is required\n");
         return 2;
+    }
+    if (prctl(PR_SET_PDEATHSIG, SIGTERM) < 0) {
+        fprintf(stderr, "stub-server: cannot ask to die with its parent: %s\n", strerror(errno));
+        return 1;
     }
     lfd = listen_on((unsigned)port);
     ep = epoll_create1(EPOLL_CLOEXEC);
