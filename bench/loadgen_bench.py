@@ -38,6 +38,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import signal
 import statistics
 import subprocess
 import sys
@@ -236,6 +237,8 @@ def main() -> int:
     p.add_argument("--server-cpu", type=int, default=1)
     p.add_argument("--baseline", type=Path, help="another loadgen binary to measure alongside")
     args = p.parse_args()
+    # Killed, still stop the servers (the with blocks): never leave one behind.
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     for path in [LOADGEN, STUB] + ([args.baseline] if args.baseline else []):
         if not path.exists():
             print(f"bench-loadgen: {path} does not exist (run make)", file=sys.stderr)
