@@ -31,15 +31,19 @@ int lg_mc_encode(const lg_workload *w, const lg_req *req, lg_buf *out)
         n = snprintf(line, sizeof(line), "set %s 0 0 %u\r\n", key, size);
         return lg_buf_append(out, line, (size_t)n) < 0 ? -1 : append_value(out, size);
     }
-    if (lg_buf_append(out, "get", 3) < 0)
+    /* Key names are written straight into the buffer: room for the
+     * longest is reserved once. */
+    if (lg_buf_reserve(out, 3 + req->nkeys * (LG_MAX_KEY + 1) + 2) < 0)
         return -1;
+    memcpy(lg_buf_tail(out), "get", 3);
+    out->end += 3;
     for (i = 0; i < req->nkeys; i++) {
-        size_t kn = lg_key_name(w, req->key[i], key);
-
-        if (lg_buf_append(out, " ", 1) < 0 || lg_buf_append(out, key, kn) < 0)
-            return -1;
+        *lg_buf_tail(out) = ' ';
+        out->end += 1 + lg_key_name(w, req->key[i], lg_buf_tail(out) + 1);
     }
-    return lg_buf_append(out, "\r\n", 2);
+    memcpy(lg_buf_tail(out), "\r\n", 2);
+    out->end += 2;
+    return 0;
 }
 
 /* Length of the line at buf (without CRLF) or -1 if no CRLF yet; -2 if

@@ -246,21 +246,25 @@ void lg_pop_free(lg_popularity *p)
 
 /* ---- keys ----------------------------------------------------------- */
 
-/* A generator that depends only on (seed, idx): sizes are per key. */
-static void key_rng(const lg_workload *w, uint64_t idx, uint64_t salt, lg_rng *r)
+/* Key idx's size from s: drawn with a generator that depends only on
+ * (seed, idx), so sizes are per key. A fixed size needs no generator
+ * (seeding one costs more than the rest of a key name). */
+static uint32_t key_size(const lg_workload *w, const lg_size *s, uint64_t idx, uint64_t salt)
 {
-    lg_rng_seed(r, w->seed ^ salt, idx);
+    lg_rng r;
+
+    if (s->kind == LG_SIZE_FIXED)
+        return lg_size_draw(s, NULL);
+    lg_rng_seed(&r, w->seed ^ salt, idx);
+    return lg_size_draw(s, &r);
 }
 
 size_t lg_key_name(const lg_workload *w, uint64_t idx, char *buf)
 {
     char digits[20];
     size_t nd = 0, width, len, pad;
-    lg_rng r;
-    uint32_t want;
+    uint32_t want = key_size(w, &w->key_size, idx, 0x6b6579);
 
-    key_rng(w, idx, 0x6b6579, &r);
-    want = lg_size_draw(&w->key_size, &r);
     /* "k" then the zero-padded index: unique, and as long as asked unless
      * the index needs more digits than that. (By hand, not snprintf: this
      * runs for every key of every request and reply.) */
@@ -281,8 +285,5 @@ size_t lg_key_name(const lg_workload *w, uint64_t idx, char *buf)
 
 uint32_t lg_value_size(const lg_workload *w, uint64_t idx)
 {
-    lg_rng r;
-
-    key_rng(w, idx, 0x76616c, &r);
-    return lg_size_draw(&w->value_size, &r);
+    return key_size(w, &w->value_size, idx, 0x76616c);
 }
