@@ -198,12 +198,6 @@ void lg_thread_dropped(lg_thread *t, const lg_req *req, int sent)
         t->st.c.lost++;
 }
 
-void lg_thread_busy(lg_thread *t, uint64_t start)
-{
-    if (t->measuring)
-        t->st.busy_ns += sv_clock_monotonic_ns() - start;
-}
-
 void lg_thread_io_done(lg_thread *t, uint64_t start)
 {
     uint64_t now = sv_clock_monotonic_ns(), took = now - start;
@@ -505,9 +499,9 @@ static uint64_t next_wake(const lg_thread *t)
  * of microseconds late on a busy machine, a poll loop within a few.
  * Never two clock-only spins in a row: when sends come faster than
  * callbacks, replies must still be read (and sends take turns with them). */
-static void wait_until(lg_thread *t, uint64_t wake)
+static uint64_t wait_until(lg_thread *t, uint64_t wake, uint64_t now)
 {
-    uint64_t now = sv_clock_monotonic_ns(), spin = (uint64_t)t->o->spin_ns;
+    uint64_t spin = (uint64_t)t->o->spin_ns;
 
     t->wake_ns = wake;
     if (wake > now + spin && wake > now + tight_ns(t)) {
@@ -518,15 +512,22 @@ static void wait_until(lg_thread *t, uint64_t wake)
         event_base_loop(t->base, EVLOOP_NONBLOCK);
     } else {
         t->spun = 1;
-        while (sv_clock_monotonic_ns() < wake)
+        while ((now = sv_clock_monotonic_ns()) < wake)
             __builtin_ia32_pause();
+        return now;
     }
+    return sv_clock_monotonic_ns();
 }
 
+/* One clock read ends the work of a pass and starts the wait; the wait
+ * returns the time it ended (after a spin, the very read that crossed
+ * the send time), which the next pass uses. */
 static int run_loop(lg_thread *t)
 {
+    uint64_t now = sv_clock_monotonic_ns();
+
     for (;;) {
-        uint64_t now = sv_clock_monotonic_ns();
+        uint64_t done;
 
         if (!t->measuring && t->generating && now >= t->measure_start)
             begin_measuring(t);
@@ -534,10 +535,12 @@ static int run_loop(lg_thread *t)
             return -1;
         batch_tick(t, now);
         retry_down(t, now);
-        lg_thread_busy(t, now);
-        if (!t->generating && (t->pending == 0 || now >= t->deadline))
+        done = sv_clock_monotonic_ns();
+        if (t->measuring)
+            t->st.busy_ns += done - now;
+        if (!t->generating && (t->pending == 0 || done >= t->deadline))
             return 0;
-        wait_until(t, next_wake(t));
+        now = wait_until(t, next_wake(t), done);
     }
 }
 

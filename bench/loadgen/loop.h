@@ -72,9 +72,6 @@ void lg_thread_reply(lg_thread *t, lg_conn *c, const lg_req *req, uint64_t now,
  * (`sent`), or still queued when the run ended. */
 void lg_thread_dropped(lg_thread *t, const lg_req *req, int sent);
 void lg_thread_unexpected(lg_thread *t);
-/* Work (not waiting) that began at `start` ends now: counted while
- * measuring, it says how close the thread is to its capacity. */
-void lg_thread_busy(lg_thread *t, uint64_t start);
 /* An I/O callback that began at `start` is done: count it as busy, and
  * if another callback might run past the next send, hand control back
  * to the loop now (the rest wait for the next poll). */
