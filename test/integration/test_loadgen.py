@@ -318,12 +318,13 @@ def test_stub_server_answers_every_get(tmp_path: Path) -> None:
                 got += probe.recv(100)
             assert got == b"END\r\nEND\r\nERROR\r\n"
         report, _ = loadgen(tmp_path, "-p", str(port), "-r", "2000", "-d", "1", "-w", "0.2", "-c", "8",
-                            "--get-ratio", "1", "-a", "det")
+                            "--get-ratio", "1", "-a", "det", "--timeout", "5")
     finally:
         stub.kill()
         stub.wait()
     c = report["counts"]
-    assert c["ok"] == c["completed"] == c["scheduled"] >= 1900
+    assert c["scheduled"] == 2000
+    assert c["ok"] == c["completed"] == c["scheduled"], c
     assert c["errors"] == c["unexpected"] == c["lost"] == c["timeouts"] == 0
 
 
