@@ -24,7 +24,7 @@ from typing import Any, Callable, Iterator
 import pytest
 
 from conftest import binary_or_skip, loadgen_binary
-from stagevar_bench.servers import LOOPBACK, HttpdServer, MemcachedServer
+from stagevar_bench.servers import LOOPBACK, HttpdServer, MemcachedServer, wait_for_port
 
 RUN_TIMEOUT_S = 60
 
@@ -311,6 +311,7 @@ def test_stub_server_answers_every_get(tmp_path: Path) -> None:
         port = s.getsockname()[1]
     stub = subprocess.Popen([str(stub_binary()), "-p", str(port), "--seconds", "30"])
     try:
+        wait_for_port(port, stub, 10)
         with socket.create_connection((LOOPBACK, port), timeout=5) as probe:
             probe.sendall(b"get a\r\nget b c\r\nset x 0 0 1\r\n")
             got = b""
