@@ -28,6 +28,10 @@
  * nothing about the next one. */
 #define TIGHT_MIN_NS 1000ULL
 #define TIGHT_MAX_NS 5000ULL
+/* Sends closer together than the stretch (a Poisson burst, or a rate
+ * beyond the thread) would keep it spinning from send to send; replies
+ * are still polled for at least this often. */
+#define MAX_UNPOLLED_NS 20000ULL
 
 /* ---- setup ------------------------------------------------------------- */
 
@@ -496,9 +500,7 @@ static uint64_t next_wake(const lg_thread *t)
 
 /* Sleep in the event loop until `spin` before the wake time, then poll
  * without blocking, then spin on the clock alone: a timer wakes up tens
- * of microseconds late on a busy machine, a poll loop within a few.
- * Never two clock-only spins in a row: when sends come faster than
- * callbacks, replies must still be read (and sends take turns with them). */
+ * of microseconds late on a busy machine, a poll loop within a few. */
 static uint64_t wait_until(lg_thread *t, uint64_t wake, uint64_t now)
 {
     uint64_t spin = (uint64_t)t->o->spin_ns;
@@ -506,12 +508,12 @@ static uint64_t wait_until(lg_thread *t, uint64_t wake, uint64_t now)
     t->wake_ns = wake;
     if (wake > now + spin && wake > now + tight_ns(t)) {
         arm_wake(t, wake - spin);
+        t->polled_ns = now;
         event_base_loop(t->base, EVLOOP_ONCE);
-    } else if (wake > now + tight_ns(t) || t->spun) {
-        t->spun = 0;
+    } else if (wake > now + tight_ns(t) || now - t->polled_ns > MAX_UNPOLLED_NS) {
+        t->polled_ns = now;
         event_base_loop(t->base, EVLOOP_NONBLOCK);
     } else {
-        t->spun = 1;
         while ((now = sv_clock_monotonic_ns()) < wake)
             __builtin_ia32_pause();
         return now;

@@ -41,7 +41,7 @@ typedef struct lg_thread {
     uint64_t next_ns;           /* next scheduled send */
     uint64_t wake_ns;           /* when the loop must next act (send, flush, retry, end) */
     uint64_t pass_ns;           /* longest recent I/O callback, decaying */
-    int spun;                   /* the last wait was a clock-only spin */
+    uint64_t polled_ns;         /* when the loop last polled its sockets */
     uint64_t measure_start, measure_end, deadline;
     uint64_t to_measure;        /* --requests: measured requests left */
     int generating, measuring, ending, connecting;
