@@ -1,50 +1,60 @@
 #!/usr/bin/env python3
 """make bench-loadgen: how fast and how precise is one loadgen thread?
 
-Setup: stock memcached with one worker thread pinned to one CPU, one
-loadgen thread pinned to another, on loopback (2-core machine: CPU 1 and
-CPU 0). Then:
+One loadgen thread pinned to one CPU (--loadgen-cpu, default 0), a server
+pinned to another (--server-cpu, default 1), loopback, 8 connections,
+gets only (every key missing: the cheapest request for the server, so the
+hardest comparison for loadgen). Then:
 
-1. capacity: ramp the offered rate (deterministic arrivals, 8
-   connections) up by 25% steps, then bisect, to the highest rate that is
-   *sustained*: replies within the measurement at >= 99% of the offered
-   rate, nothing lost, and sends on schedule (median schedule error at
-   most 20 us). The first failing rate says who gave up: loadgen (sends
-   fell behind) or the server (sends on time, replies not).
-2. one loadgen thread against one memcached worker, each extrapolated to
-   100% of its core: memcached's CPU time (/proc) at the sustained rate
-   gives its capacity as rate / CPU; loadgen's loop is busy a fraction b
-   of the time at half that rate (sending, reading, parsing; the rest is
-   waiting), so it would saturate at about rate / b. Both extrapolations
-   assume cost per request stays flat; b counts wall time, so time the
-   thread spends preempted makes loadgen look slower, never faster.
-3. precision: schedule error (actual - scheduled send) p50/p99 at 50% of
-   the sustained rate, deterministic and exponential arrivals; and, for
-   scale, the error a perfect sender would have on that CPU right now
-   (a clock-reading loop's stalls: preemption, the hypervisor).
+1. one memcached worker's capacity: stock memcached -t 1. Ramp the
+   offered rate (deterministic arrivals) by 25% steps, then bisect, to the
+   highest *sustained* rate: replies within the measurement >= 99% of
+   offered, nothing lost or failed, and sends on schedule (median schedule
+   error <= 20 us; a failing rate is tried twice). If memcached gave up
+   first, that rate is its capacity; if loadgen did, memcached's capacity
+   is extrapolated from its CPU time
+   (/proc) at that rate: rate / CPU. Whichever is higher is used (per
+   request a busier server is cheaper, so the extrapolation understates).
+2. one loadgen thread's capacity: the same search against stub-server,
+   a server that costs almost nothing (it answers every get with END, all
+   replies of one read in one send, and polls without sleeping, as a
+   saturated server would). There loadgen gives up first: that rate is
+   what one loadgen thread sustains.
+3. the ratio: loadgen thread / memcached worker (goal >= 2x).
+4. precision: the schedule error (the clock read just before the send()
+   that carried a request, minus its scheduled time) p50/p99 at 50% of
+   loadgen's capacity, deterministic and Poisson arrivals, against the
+   stub; and, for scale, the error a *perfect* sender would have on the
+   loadgen CPU right now (a clock-reading loop's stalls).
 
-Every measurement is repeated (--repeats, default 3) and the median is
-printed. The machine's load average is printed too: on a shared VM the
-figures move with whatever else runs.
+With --baseline OTHER_LOADGEN, steps 2 and 4 are also run with that
+binary, alternating with the current one in every repeat, and the ratios
+current / baseline are printed. Every step is repeated (--repeats) and
+medians are printed, with the load average before and after: on a shared
+VM the figures move with whatever else runs.
 """
 from __future__ import annotations
 
 import argparse
 import json
 import os
+import signal
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from stagevar_bench.servers import REPO, MemcachedServer, build_binary  # noqa: E402
+from stagevar_bench.servers import (REPO, MemcachedServer, build_binary, free_port,  # noqa: E402
+                                    stop_process, wait_for_port)
 
 LOADGEN = Path(os.environ.get("STAGEVAR_LOADGEN", REPO / "bench" / "loadgen" / "loadgen"))
+STUB = Path(os.environ.get("STAGEVAR_STUB_SERVER", REPO / "bench" / "loadgen" / "stub-server"))
+STEP = 1.25
 
 
 def cpu_seconds(pid: int) -> float:
@@ -52,15 +62,22 @@ def cpu_seconds(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
-def run(args: argparse.Namespace, port: int, pid: int, rate: float, arrival: str) -> dict[str, Any]:
+class Target:
+    """A pinned server on loopback: its port and the pid whose CPU counts."""
+
+    def __init__(self, name: str, port: int, pid: int) -> None:
+        self.name, self.port, self.pid = name, port, pid
+
+
+def run(args: argparse.Namespace, loadgen: Path, target: Target, rate: float, arrival: str) -> dict[str, Any]:
     with tempfile.NamedTemporaryFile(suffix=".json") as out:
-        cpu0 = cpu_seconds(pid)
-        subprocess.run(["taskset", "-c", str(args.loadgen_cpu), str(LOADGEN), "-p", str(port),
-                        "--cpus", str(args.loadgen_cpu), "-r", str(rate), "-a", arrival,
-                        "-d", str(args.duration), "-w", "0.5", "-c", "8", "--quiet",
-                        "--json", out.name], check=True, timeout=120)
-        report = json.load(open(out.name))
-    report["server_cpu"] = (cpu_seconds(pid) - cpu0) / (args.duration + 0.5)
+        cpu0 = cpu_seconds(target.pid)
+        subprocess.run(["taskset", "-c", str(args.loadgen_cpu), str(loadgen), "-p", str(target.port),
+                        "--cpus", str(args.loadgen_cpu), "-r", f"{rate:.0f}", "-a", arrival,
+                        "-d", str(args.duration), "-w", str(args.warmup), "-c", "8", "--get-ratio", "1",
+                        "--quiet", "--json", out.name], check=True, timeout=120)
+        report: dict[str, Any] = json.load(open(out.name))
+    report["server_cpu"] = (cpu_seconds(target.pid) - cpu0) / (args.duration + args.warmup)
     return report
 
 
@@ -74,20 +91,33 @@ def verdict(r: dict[str, Any]) -> str:
     return "ok"
 
 
-def capacity(args: argparse.Namespace, port: int, pid: int) -> tuple[float, str, dict[str, Any]]:
-    good, bad, why, best = 0.0, 0.0, "", {}
-    rate = args.start
-    while rate < 5e6:
-        r = run(args, port, pid, rate, "det")
+def try_rate(measure: Callable[[float], dict[str, Any]], rate: float) -> tuple[str, dict[str, Any]]:
+    """verdict() of a run at `rate`; a failure is retried once, so one
+    burst of preemption on a shared machine does not end a search."""
+    r = measure(rate)
+    v = verdict(r)
+    if v != "ok":
+        r = measure(rate)
         v = verdict(r)
+    return v, r
+
+
+def capacity(measure: Callable[[float], dict[str, Any]], start: float) -> tuple[float, str, dict[str, Any]]:
+    """Highest sustained rate (ramp by STEP from `start`, then bisect 3
+    times), who gave up at the first failing rate, and the best report."""
+    good, bad, why, best = 0.0, 0.0, "", {}
+    rate = start
+    while rate < 5e6:
+        v, r = try_rate(measure, rate)
         if v != "ok":
             bad, why = rate, v
             break
-        good, best, rate = rate, r, rate * 1.25
+        good, best, rate = rate, r, rate * STEP
+    if good == 0:
+        return 0.0, why, r
     for _ in range(3):
         mid = (good + bad) / 2
-        r = run(args, port, pid, mid, "det")
-        v = verdict(r)
+        v, r = try_rate(measure, mid)
         if v == "ok":
             good, best = mid, r
         else:
@@ -125,57 +155,120 @@ def machine_floor(cpu: int, seconds: float = 2.0) -> tuple[float, float]:
 
 
 def loadavg() -> str:
-    return Path("/proc/loadavg").read_text().split(" ", 3)[:3].__str__()
+    return " ".join(Path("/proc/loadavg").read_text().split()[:3])
+
+
+class StubServer:
+    """stub-server pinned to `cpu`; use as a context manager."""
+
+    def __init__(self, cpu: int, seconds: int) -> None:
+        self.port = free_port()
+        self.proc = subprocess.Popen(["taskset", "-c", str(cpu), str(STUB), "-p", str(self.port),
+                                      "--seconds", str(seconds)])
+
+    def __enter__(self) -> "StubServer":
+        wait_for_port(self.port, self.proc, 10)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        stop_process(self.proc)
+
+
+def memcached_capacity(args: argparse.Namespace) -> list[tuple[float, str, float]]:
+    """Per repeat: (capacity req/s, who gave up, memcached CPU at the sustained rate)."""
+    out = []
+    with MemcachedServer(build_binary("stock", "memcached"), args=["-t", "1"],
+                         wrap=["taskset", "-c", str(args.server_cpu)]) as mc:
+        assert mc.proc is not None
+        target = Target("memcached", mc.port, mc.proc.pid)
+        start = args.start
+        for i in range(args.repeats):
+            rate, why, best = capacity(lambda r: run(args, LOADGEN, target, r, "det"), start)
+            cpu = best.get("server_cpu", 0.0)
+            cap = max(rate, rate / cpu if cpu > 0 else 0.0, 1.0)
+            out.append((cap, why, cpu))
+            print(f"memcached repeat {i + 1}: sustained {rate:.0f} req/s (next step failed: {why}), "
+                  f"memcached CPU {cpu:.2f} there, so one worker serves about {cap:.0f} req/s", flush=True)
+            start = max(args.start, rate / STEP ** 3)
+    return out
+
+
+def loadgen_side(args: argparse.Namespace, loadgen: Path, target: Target, start: float) -> dict[str, Any]:
+    """One repeat of steps 2 and 4 for one loadgen binary."""
+    rate, why, best = capacity(lambda r: run(args, loadgen, target, r, "det"), start)
+    res: dict[str, Any] = {"cap": rate, "why": why, "stub_cpu": best.get("server_cpu", 0.0)}
+    for a in ("det", "exp"):
+        # Not even --start was sustained: say so, and measure at half of it.
+        half = run(args, loadgen, target, (rate or args.start) / 2, a)
+        res[a] = (half["schedule_error"]["p50"], half["schedule_error"]["p99"])
+        res[a + "_busy"] = half["cpu"]["busy_fraction"]
+    return res
+
+
+def describe(name: str, r: dict[str, Any]) -> str:
+    return (f"{name}: sustained {r['cap']:.0f} req/s (next step failed: {r['why']}; stub CPU "
+            f"{r['stub_cpu']:.2f}); at half: schedule error det p50/p99 {r['det'][0] / 1e3:.2f}/"
+            f"{r['det'][1] / 1e3:.2f} us, exp {r['exp'][0] / 1e3:.2f}/{r['exp'][1] / 1e3:.2f} us")
+
+
+def summary(name: str, runs: list[dict[str, Any]], mc_cap: float) -> dict[str, float]:
+    med = statistics.median
+    s = {"cap": med(r["cap"] for r in runs)}
+    for a in ("det", "exp"):
+        s[a + "50"] = med(r[a][0] for r in runs)
+        s[a + "99"] = med(r[a][1] for r in runs)
+    print(f"{name}: one thread sustains {s['cap']:.0f} req/s against the stub "
+          f"(next step failed because of: {', '.join(r['why'] for r in runs)})")
+    print(f"{name}: loadgen thread / memcached worker: {s['cap'] / mc_cap:.2f}x (goal >= 2x)"
+          + (" (a search failed at its first rate: lower --start)" if min(r["cap"] for r in runs) == 0 else ""))
+    for a in ("det", "exp"):
+        print(f"{name}: schedule error at 50% ({a}): p50 {s[a + '50'] / 1e3:.2f} us, "
+              f"p99 {s[a + '99'] / 1e3:.2f} us (goal p99 <= 5 us)")
+    return s
 
 
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--repeats", type=int, default=3)
-    p.add_argument("--duration", type=float, default=2.0)
-    p.add_argument("--start", type=float, default=10000)
+    p.add_argument("--duration", type=float, default=1.0, help="measurement per run, s (default 1)")
+    p.add_argument("--warmup", type=float, default=0.3, help="warm-up per run, s (default 0.3)")
+    p.add_argument("--start", type=float, default=20000, help="first rate of a search (default 20000)")
     p.add_argument("--loadgen-cpu", type=int, default=0)
     p.add_argument("--server-cpu", type=int, default=1)
+    p.add_argument("--baseline", type=Path, help="another loadgen binary to measure alongside")
     args = p.parse_args()
-    if not LOADGEN.exists():
-        print(f"bench-loadgen: {LOADGEN} is not built (run make)", file=sys.stderr)
-        return 1
+    # Killed, still stop the servers (the with blocks): never leave one behind.
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
+    for path in [LOADGEN, STUB] + ([args.baseline] if args.baseline else []):
+        if not path.exists():
+            print(f"bench-loadgen: {path} does not exist (run make)", file=sys.stderr)
+            return 1
+    if args.repeats < 1 or args.duration <= 0 or args.warmup < 0 or args.start <= 0:
+        print("bench-loadgen: --repeats, --duration and --start must be positive", file=sys.stderr)
+        return 2
     print(f"load average before: {loadavg()}")
     floor = machine_floor(args.loadgen_cpu)
     print(f"machine floor on CPU {args.loadgen_cpu}: a perfect sender's schedule error would be "
           f"p50 {floor[0] / 1e3:.2f} us, p99 {floor[1] / 1e3:.2f} us (preemption, hypervisor)", flush=True)
-    caps, whys, busies, srv_cpu, errs = [], [], [], [], {"det": [], "exp": []}
-    with MemcachedServer(build_binary("stock", "memcached"), args=["-t", "1"]) as mc:
-        assert mc.proc is not None
-        subprocess.run(["taskset", "-a", "-pc", str(args.server_cpu), str(mc.proc.pid)],
-                       check=True, stdout=subprocess.DEVNULL)
+    mc = memcached_capacity(args)
+    mc_cap = statistics.median(c for c, _, _ in mc)
+    sides = {"current": LOADGEN, **({"baseline": args.baseline} if args.baseline else {})}
+    runs: dict[str, list[dict[str, Any]]] = {k: [] for k in sides}
+    with StubServer(args.server_cpu, seconds=3600) as stub:
+        target = Target("stub", stub.port, stub.proc.pid)
         for i in range(args.repeats):
-            cap, why, best = capacity(args, mc.port, mc.proc.pid)
-            caps.append(cap)
-            whys.append(why)
-            srv_cpu.append(best.get("server_cpu", 0))
-            half = run(args, mc.port, mc.proc.pid, cap / 2, "det")
-            busies.append(half["cpu"]["busy_fraction"])
-            errs["det"].append((half["schedule_error"]["p50"], half["schedule_error"]["p99"]))
-            ex = run(args, mc.port, mc.proc.pid, cap / 2, "exp")
-            errs["exp"].append((ex["schedule_error"]["p50"], ex["schedule_error"]["p99"]))
-            print(f"repeat {i + 1}: sustained {cap:.0f} req/s (next step failed: {why}), "
-                  f"memcached CPU {srv_cpu[-1]:.2f}, loadgen busy {busies[-1]:.1%} at {cap / 2:.0f} req/s, "
-                  f"schedule error det p50/p99 {errs['det'][-1][0] / 1e3:.2f}/{errs['det'][-1][1] / 1e3:.2f} us, "
-                  f"exp {errs['exp'][-1][0] / 1e3:.2f}/{errs['exp'][-1][1] / 1e3:.2f} us", flush=True)
-    med = statistics.median
-    cap = med(caps)
-    lg_cap = med(c / 2 / b for c, b in zip(caps, busies) if b > 0)
-    mc_cap = med(c / u for c, u in zip(caps, srv_cpu) if u > 0)
+            for name, binary in sides.items():
+                prev = runs[name][-1]["cap"] if runs[name] else 0.0
+                runs[name].append(loadgen_side(args, binary, target, max(args.start, prev / STEP ** 3)))
+                print(f"repeat {i + 1}, {describe(name, runs[name][-1])}", flush=True)
     print(f"load average after: {loadavg()}")
-    print(f"median sustained rate, 1 loadgen thread -> 1 memcached worker: {cap:.0f} req/s "
-          f"(next step failed because of: {', '.join(whys)})")
-    print(f"memcached worker: {med(srv_cpu):.2f} CPU at that rate, so it would serve about "
-          f"{mc_cap:.0f} req/s at 100%")
-    print(f"loadgen thread: busy {med(busies):.1%} at half that rate, so about {lg_cap:.0f} req/s at 100%")
-    print(f"loadgen thread / memcached worker: {lg_cap / mc_cap:.2f}x (goal >= 2x)")
-    for a in ("det", "exp"):
-        print(f"median schedule error at 50% ({a}): p50 {med(e[0] for e in errs[a]) / 1e3:.2f} us, "
-              f"p99 {med(e[1] for e in errs[a]) / 1e3:.2f} us (goal p99 <= 5 us)")
+    print(f"memcached worker (-t 1, gets of missing keys): about {mc_cap:.0f} req/s at 100% of a core "
+          f"(median of {args.repeats}; who gave up: {', '.join(w for _, w, _ in mc)})")
+    s = {name: summary(name, runs[name], mc_cap) for name in sides}
+    if "baseline" in s:
+        c, b = s["current"], s["baseline"]
+        print(f"current / baseline: capacity {c['cap'] / max(b['cap'], 1):.2f}x; schedule error p99 det "
+              f"{c['det99'] / max(b['det99'], 1):.2f}x, exp {c['exp99'] / max(b['exp99'], 1):.2f}x")
     return 0
 
 

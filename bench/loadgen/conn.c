@@ -15,7 +15,7 @@
 #include <event2/event.h>
 
 #include "stagevar.h"
-#include "thread.h"
+#include "loop.h"
 
 #define READ_CHUNK 65536
 
@@ -126,15 +126,16 @@ static int batching(const lg_conn *c)
 int lg_conn_enqueue(lg_conn *c, const lg_req *req)
 {
     const lg_options *o = c->t->o;
-    lg_req r = *req;
-    int rc = o->proto == LG_PROTO_HTTP ? lg_http_encode(&o->wl, o->host, &r, &c->out)
-                                       : lg_mc_encode(&o->wl, &r, &c->out);
+    int rc = o->proto == LG_PROTO_HTTP ? lg_http_encode(&o->wl, o->host, req, &c->out)
+                                       : lg_mc_encode(&o->wl, req, &c->out);
+    lg_req *r;
 
-    if (rc < 0)
+    if (rc < 0 || ring_push(c, req) < 0)
         return -1;
-    r.end_off = c->out_off + lg_buf_len(&c->out);
-    r.sent_ns = 0;
-    return ring_push(c, &r);
+    r = ring_at(c, c->count - 1);
+    r->end_off = c->out_off + lg_buf_len(&c->out);
+    r->sent_ns = 0;
+    return 0;
 }
 
 /* How many queued requests the limits let us write now. */
@@ -225,7 +226,6 @@ static int consume_replies(lg_conn *c, uint64_t now)
     while (lg_buf_len(&c->in) > 0) {
         lg_reply rep;
         lg_reply_rc rc;
-        lg_req done;
 
         rc = c->written > 0 ? parse_one(c, ring_at(c, 0), &rep) : LG_REPLY_UNEXPECTED;
         if (rc == LG_REPLY_MORE)
@@ -237,11 +237,11 @@ static int consume_replies(lg_conn *c, uint64_t now)
             conn_lost(c, now, 1);
             return -1;
         }
-        done = *ring_at(c, 0);
+        /* Recorded from its ring slot, which stays put until popped. */
+        lg_thread_reply(c->t, c, ring_at(c, 0), now, rc, &rep);
         ring_pop(c);
         c->written--;
         lg_buf_consume(&c->in, rep.len);
-        lg_thread_reply(c->t, c, &done, now, rc, &rep);
         if (rep.close) {
             conn_lost(c, now, 0);
             return -1;
@@ -282,7 +282,7 @@ static void on_read(evutil_socket_t fd, short what, void *arg)
 
     (void)fd, (void)what;
     read_replies(c);
-    lg_thread_busy(t, start);
+    lg_thread_io_done(t, start);
 }
 
 /* ---- connecting -------------------------------------------------------- */
@@ -297,7 +297,7 @@ static void on_writable(evutil_socket_t fd, short what, void *arg)
     (void)what;
     if (c->state == LG_CONN_UP) {
         lg_conn_flush(c);
-        lg_thread_busy(c->t, now);
+        lg_thread_io_done(c->t, now);
         return;
     }
     if (getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &len) < 0 || err != 0) {

@@ -12,7 +12,7 @@
 #include "preload.h"
 #include "report.h"
 #include "stagevar.h"
-#include "thread.h"
+#include "loop.h"
 
 #define START_MARGIN_NS 20000000ULL     /* threads read the start time well before it */
 

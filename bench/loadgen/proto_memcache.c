@@ -31,15 +31,19 @@ int lg_mc_encode(const lg_workload *w, const lg_req *req, lg_buf *out)
         n = snprintf(line, sizeof(line), "set %s 0 %u %u\r\n", key, lg_key_ttl(w, req->key[0]), size);
         return lg_buf_append(out, line, (size_t)n) < 0 ? -1 : append_value(out, size);
     }
-    if (lg_buf_append(out, "get", 3) < 0)
+    /* Key names are written straight into the buffer: room for the
+     * longest is reserved once. */
+    if (lg_buf_reserve(out, 3 + req->nkeys * (LG_MAX_KEY + 1) + 2) < 0)
         return -1;
+    memcpy(lg_buf_tail(out), "get", 3);
+    out->end += 3;
     for (i = 0; i < req->nkeys; i++) {
-        size_t kn = lg_key_name(w, req->key[i], key);
-
-        if (lg_buf_append(out, " ", 1) < 0 || lg_buf_append(out, key, kn) < 0)
-            return -1;
+        *lg_buf_tail(out) = ' ';
+        out->end += 1 + lg_key_name(w, req->key[i], lg_buf_tail(out) + 1);
     }
-    return lg_buf_append(out, "\r\n", 2);
+    memcpy(lg_buf_tail(out), "\r\n", 2);
+    out->end += 2;
+    return 0;
 }
 
 /* Length of the line at buf (without CRLF) or -1 if no CRLF yet; -2 if
@@ -73,30 +77,46 @@ static int is_error_line(const char *line, long n)
            starts(line, n, "SERVER_ERROR ") || starts(line, n, "CLIENT_ERROR ");
 }
 
-/* "VALUE <key> <flags> <bytes>[ <cas>]": the key and the byte count. */
-static int parse_value_header(const char *line, long n, char *key, unsigned long *bytes)
+/* A decimal number of at most 19 digits at *p, advancing *p past it. */
+static int parse_decimal(const char **p, const char *end, unsigned long *v)
 {
-    char copy[MAX_LINE + 1];
-    unsigned long flags;
-    int used = 0;
+    const char *s = *p;
 
-    memcpy(copy, line, (size_t)n);
-    copy[n] = '\0';
-    if (sscanf(copy, "VALUE %250s %lu %lu%n", key, &flags, bytes, &used) != 3)
+    *v = 0;
+    while (*p < end && **p >= '0' && **p <= '9' && *p - s < 19)
+        *v = *v * 10 + (unsigned long)(*(*p)++ - '0');
+    return *p > s && (*p == end || **p < '0' || **p > '9') ? 0 : -1;
+}
+
+/* "VALUE <key> <flags> <bytes>[ <cas>]": the key (not copied) and the
+ * byte count. By hand, not sscanf: every reply goes through here. */
+static int parse_value_header(const char *line, long n, const char **key, size_t *klen,
+                              unsigned long *bytes)
+{
+    const char *p = line + 6, *end = line + n;
+    unsigned long flags;
+
+    *key = p;
+    while (p < end && *p != ' ')
+        p++;
+    *klen = (size_t)(p - *key);
+    if (*klen == 0 || *klen > LG_MAX_KEY || p++ == end)
         return -1;
-    return copy[used] == '\0' || copy[used] == ' ' ? 0 : -1;
+    if (parse_decimal(&p, end, &flags) < 0 || p == end || *p++ != ' ' ||
+        parse_decimal(&p, end, bytes) < 0)
+        return -1;
+    return p == end || *p == ' ' ? 0 : -1;
 }
 
 /* A VALUE must name the next requested key that was a hit: memcached
  * answers a multiget in request order, skipping misses. */
 static int match_key(const lg_workload *w, const lg_req *req, unsigned *next, const char *key,
-                     unsigned long bytes)
+                     size_t klen, unsigned long bytes)
 {
     char want[LG_MAX_KEY + 1];
 
     for (; *next < req->nkeys; (*next)++) {
-        lg_key_name(w, req->key[*next], want);
-        if (strcmp(want, key) == 0) {
+        if (lg_key_name(w, req->key[*next], want) == klen && memcmp(want, key, klen) == 0) {
             uint32_t size = lg_value_size(w, req->key[(*next)++]);
 
             return bytes == size ? 0 : -1;
@@ -114,7 +134,8 @@ static lg_reply_rc parse_get(const lg_workload *w, const lg_req *req, const char
     out->hits = 0;
     for (;;) {
         long n = line_len(buf + off, len - off);
-        char key[LG_MAX_KEY + 1];
+        const char *key;
+        size_t klen;
         unsigned long bytes;
 
         if (n == -1)
@@ -129,8 +150,8 @@ static lg_reply_rc parse_get(const lg_workload *w, const lg_req *req, const char
             out->len = (size_t)n + 2;
             return LG_REPLY_ERROR;
         }
-        if (!starts(buf + off, n, "VALUE ") || parse_value_header(buf + off, n, key, &bytes) < 0 ||
-            match_key(w, req, &next, key, bytes) < 0)
+        if (!starts(buf + off, n, "VALUE ") || parse_value_header(buf + off, n, &key, &klen, &bytes) < 0 ||
+            match_key(w, req, &next, key, klen, bytes) < 0)
             return LG_REPLY_UNEXPECTED;
         off += (size_t)n + 2;
         if (len - off < bytes + 2)

@@ -8,7 +8,7 @@
 
 #include "options.h"
 #include "stats.h"
-#include "thread.h"
+#include "loop.h"
 
 typedef struct {
     const lg_options *o;

@@ -246,32 +246,46 @@ void lg_pop_free(lg_popularity *p)
 
 /* ---- keys ----------------------------------------------------------- */
 
-/* A generator that depends only on (seed, idx): sizes are per key. */
-static void key_rng(const lg_workload *w, uint64_t idx, uint64_t salt, lg_rng *r)
+/* Key idx's size from s: drawn with a generator that depends only on
+ * (seed, idx), so sizes are per key. A fixed size needs no generator
+ * (seeding one costs more than the rest of a key name). */
+static uint32_t key_size(const lg_workload *w, const lg_size *s, uint64_t idx, uint64_t salt)
 {
-    lg_rng_seed(r, w->seed ^ salt, idx);
+    lg_rng r;
+
+    if (s->kind == LG_SIZE_FIXED)
+        return lg_size_draw(s, NULL);
+    lg_rng_seed(&r, w->seed ^ salt, idx);
+    return lg_size_draw(s, &r);
 }
 
 size_t lg_key_name(const lg_workload *w, uint64_t idx, char *buf)
 {
-    lg_rng r;
-    uint32_t want;
-    int n;
+    char digits[20];
+    size_t nd = 0, width, len, pad;
+    uint32_t want = key_size(w, &w->key_size, idx, 0x6b6579);
 
-    key_rng(w, idx, 0x6b6579, &r);
-    want = lg_size_draw(&w->key_size, &r);
     /* "k" then the zero-padded index: unique, and as long as asked unless
-     * the index needs more digits than that. */
-    n = snprintf(buf, LG_MAX_KEY + 1, "k%0*llu", want > 1 ? (int)want - 1 : 1, (unsigned long long)idx);
-    return n > LG_MAX_KEY ? LG_MAX_KEY : (size_t)n;
+     * the index needs more digits than that. (By hand, not snprintf: this
+     * runs for every key of every request and reply.) */
+    do
+        digits[nd++] = (char)('0' + idx % 10);
+    while ((idx /= 10) > 0);
+    width = want > 1 ? want - 1 : 1;
+    len = 1 + (width > nd ? width : nd);
+    len = len > LG_MAX_KEY ? LG_MAX_KEY : len;
+    pad = len - 1 > nd ? len - 1 - nd : 0;
+    buf[0] = 'k';
+    memset(buf + 1, '0', pad);
+    for (size_t i = 0; 1 + pad + i < len; i++)
+        buf[1 + pad + i] = digits[nd - 1 - i];
+    buf[len] = '\0';
+    return len;
 }
 
 uint32_t lg_value_size(const lg_workload *w, uint64_t idx)
 {
-    lg_rng r;
-
-    key_rng(w, idx, 0x76616c, &r);
-    return lg_size_draw(&w->value_size, &r);
+    return key_size(w, &w->value_size, idx, 0x76616c);
 }
 
 /* ---- expiry ---------------------------------------------------------- */

@@ -29,6 +29,7 @@ typedef struct {
  * or "etc" (Atikoglu et al., SIGMETRICS 2012, ETC pool: values
  * GPareto(0, 214.476, 0.348238); keys GEV(30.7984, 8.20449, 0.078688)). */
 int lg_size_parse(const char *spec, int is_key, lg_size *s, char *err);
+/* r may be NULL for a fixed size. */
 uint32_t lg_size_draw(const lg_size *s, lg_rng *r);
 
 typedef enum { LG_POP_UNIFORM, LG_POP_ZIPF, LG_POP_GPARETO } lg_pop_kind;

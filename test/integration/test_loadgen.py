@@ -24,7 +24,7 @@ from typing import Any, Callable, Iterator
 import pytest
 
 from conftest import binary_or_skip, loadgen_binary
-from stagevar_bench.servers import LOOPBACK, HttpdServer, MemcachedServer
+from stagevar_bench.servers import LOOPBACK, HttpdServer, MemcachedServer, wait_for_port
 
 RUN_TIMEOUT_S = 60
 
@@ -325,6 +325,49 @@ def test_garbage_replies_are_counted_unexpected(tmp_path: Path) -> None:
     c = report["counts"]
     assert c["unexpected"] > 0 and c["ok"] == 0
     assert c["completed"] + c["lost"] + c["timeouts"] == c["scheduled"]
+
+
+# ---- bench-loadgen's stub server -------------------------------------------
+
+def stub_binary() -> Path:
+    path = loadgen_binary().parent / "stub-server"
+    if not path.exists():
+        pytest.skip(f"{path} is not built (run make)")
+    return path
+
+
+def test_stub_server_answers_every_get(tmp_path: Path) -> None:
+    """The server bench-loadgen measures loadgen's capacity against must
+    answer exactly what it is sent, or the capacity would be wrong."""
+    with socket.socket() as s:
+        s.bind((LOOPBACK, 0))
+        port = s.getsockname()[1]
+    stub = subprocess.Popen([str(stub_binary()), "-p", str(port), "--seconds", "30"])
+    try:
+        wait_for_port(port, stub, 10)
+        with socket.create_connection((LOOPBACK, port), timeout=5) as probe:
+            probe.sendall(b"get a\r\nget b c\r\nset x 0 0 1\r\n")
+            got = b""
+            while got.count(b"\r\n") < 3:
+                got += probe.recv(100)
+            assert got == b"END\r\nEND\r\nERROR\r\n"
+        report, _ = loadgen(tmp_path, "-p", str(port), "-r", "2000", "-d", "1", "-w", "0.2", "-c", "8",
+                            "--get-ratio", "1", "-a", "det", "--timeout", "5")
+    finally:
+        stub.kill()
+        stub.wait()
+    c = report["counts"]
+    assert c["scheduled"] == 2000
+    assert c["ok"] == c["completed"] == c["scheduled"], c
+    assert c["errors"] == c["unexpected"] == c["lost"] == c["timeouts"] == 0
+
+
+@pytest.mark.parametrize("args,named", [(["-p", "0"], "'0'"), (["-p", "x"], "'x'"),
+                                        (["-p", "1", "--seconds", "-1"], "'-1'"), (["-q"], "'-q'"), ([], "-p")])
+def test_stub_server_refuses_bad_arguments(args: list[str], named: str) -> None:
+    proc = subprocess.run([str(stub_binary()), *args], capture_output=True, text=True, timeout=10)
+    assert proc.returncode == 2
+    assert named in proc.stderr and proc.stderr.count("\n") == 1, proc.stderr
 
 
 # ---- the command line ------------------------------------------------------

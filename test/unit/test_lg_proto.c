@@ -78,6 +78,14 @@ Test(memcache, unexpected_and_error_replies)
     cr_assert_eq(mc(&w, &get, "VALUE k001 0 5\r\nxxxxx\r\nEND\r\n", &rep), LG_REPLY_UNEXPECTED, "wrong size");
     cr_assert_eq(mc(&w, &get, "VALUE k001 0 3\r\nxxxyEND\r\n", &rep), LG_REPLY_UNEXPECTED, "no CRLF");
     cr_assert_eq(mc(&w, &get, "STORED\r\n", &rep), LG_REPLY_UNEXPECTED);
+    /* VALUE headers are parsed by hand: every malformation is refused. */
+    static const char *const bad_headers[] = {
+        "VALUE k001 0\r\n", "VALUE k001 0 \r\n", "VALUE k001  0 3\r\n", "VALUE  k001 0 3\r\n",
+        "VALUE k001 0 -3\r\n", "VALUE k001 x 3\r\n", "VALUE k001 0 3x\r\n", "VALUE \r\n",
+        "VALUE k001 0 18446744073709551619\r\n", "VALUE k001\r\n",
+    };
+    for (size_t i = 0; i < sizeof(bad_headers) / sizeof(bad_headers[0]); i++)
+        cr_assert_eq(mc(&w, &get, bad_headers[i], &rep), LG_REPLY_UNEXPECTED, "'%s'", bad_headers[i]);
     cr_assert_eq(mc(&w, &get, "END\n", &rep), LG_REPLY_UNEXPECTED, "bare LF");
     cr_assert_eq(mc(&w, &set, "END\r\n", &rep), LG_REPLY_UNEXPECTED);
     cr_assert_eq(mc(&w, &set, "NOT_STORED\r\n", &rep), LG_REPLY_UNEXPECTED);

@@ -1,5 +1,6 @@
 /* loadgen workload: popularity shapes, size distributions, key names. */
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -245,5 +246,34 @@ Test(ttl, bad_specs_name_the_value)
 
         cr_assert_eq(lg_ttl_parse(bad[i][0], &t, err), -1, "'%s' accepted", bad[i][0]);
         cr_assert(strstr(err, bad[i][1]), "'%s': '%s' lacks '%s'", bad[i][0], err, bad[i][1]);
+    }
+}
+
+/* lg_key_name formats by hand for speed; it must name keys exactly as
+ * "k%0*llu" (width: key size - 1, at least 1) cut to LG_MAX_KEY would. */
+Test(keys, names_match_the_printf_format)
+{
+    static const char *const sizes[] = { "1", "2", "5", "30", "250", "uniform:1-250" };
+    static const uint64_t idx[] = { 0, 7, 10, 99999, 123456789, 18446744073709551615ULL };
+    char got[LG_MAX_KEY + 1], want[512];
+
+    for (size_t s = 0; s < sizeof(sizes) / sizeof(sizes[0]); s++) {
+        lg_workload w = { .keys = 1000, .seed = 3 };
+
+        w.key_size = size_ok(sizes[s], 1);
+        for (size_t i = 0; i < sizeof(idx) / sizeof(idx[0]) + 1000; i++) {
+            uint64_t k = i < sizeof(idx) / sizeof(idx[0]) ? idx[i] : i * 7919;
+            lg_rng r;
+            uint32_t len;
+            int n;
+
+            lg_rng_seed(&r, w.seed ^ 0x6b6579, k);
+            len = lg_size_draw(&w.key_size, &r);
+            n = snprintf(want, sizeof(want), "k%0*llu", len > 1 ? (int)len - 1 : 1, (unsigned long long)k);
+            want[n > LG_MAX_KEY ? LG_MAX_KEY : n] = '\0';
+            cr_assert_eq(lg_key_name(&w, k, got), strlen(want), "size %s key %llu", sizes[s],
+                         (unsigned long long)k);
+            cr_assert_str_eq(got, want, "size %s key %llu", sizes[s], (unsigned long long)k);
+        }
     }
 }

@@ -3,8 +3,8 @@
  * and its statistics. Threads share nothing while they run but the start
  * time, set once before the run, and a progress counter.
  */
-#ifndef LG_THREAD_H
-#define LG_THREAD_H
+#ifndef LG_LOOP_H
+#define LG_LOOP_H
 
 #include <pthread.h>
 #include <stdint.h>
@@ -39,6 +39,9 @@ typedef struct lg_thread {
     lg_conn *conns;
     unsigned nconns, rr;
     uint64_t next_ns;           /* next scheduled send */
+    uint64_t wake_ns;           /* when the loop must next act (send, flush, retry, end) */
+    uint64_t pass_ns;           /* longest recent I/O callback, decaying */
+    uint64_t polled_ns;         /* when the loop last polled its sockets */
     uint64_t measure_start, measure_end, deadline;
     uint64_t to_measure;        /* --requests: measured requests left */
     int generating, measuring, ending, connecting;
@@ -69,9 +72,10 @@ void lg_thread_reply(lg_thread *t, lg_conn *c, const lg_req *req, uint64_t now,
  * (`sent`), or still queued when the run ended. */
 void lg_thread_dropped(lg_thread *t, const lg_req *req, int sent);
 void lg_thread_unexpected(lg_thread *t);
-/* Work (not waiting) that began at `start` ends now: counted while
- * measuring, it says how close the thread is to its capacity. */
-void lg_thread_busy(lg_thread *t, uint64_t start);
+/* An I/O callback that began at `start` is done: count it as busy, and
+ * if another callback might run past the next send, hand control back
+ * to the loop now (the rest wait for the next poll). */
+void lg_thread_io_done(lg_thread *t, uint64_t start);
 void lg_thread_connected(lg_thread *t, lg_conn *c, uint64_t now);
 void lg_thread_conn_down(lg_thread *t, lg_conn *c, uint64_t now, int connect_failed);
 

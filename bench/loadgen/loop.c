@@ -1,7 +1,7 @@
 /* A load-generating thread: connect, pace sends to the schedule, collect
  * replies, drain, and account for every measured request. */
 #define _GNU_SOURCE
-#include "thread.h"
+#include "loop.h"
 
 #include <errno.h>
 #include <limits.h>
@@ -20,10 +20,18 @@
 
 #define CONNECT_TIMEOUT_NS 5000000000ULL
 #define RETRY_NS 10000000ULL            /* reconnect after a failure */
-/* The last stretch before a send is a pure clock spin: an I/O pass
- * (recv + parse, several us on a VM) started then would make the send
- * late. A reply arriving in it is read at most this much later. */
-#define TIGHT_NS 2000ULL
+/* The last stretch before a send is a pure clock spin: an I/O callback
+ * (recv + parse, a few us on a VM) started then would make the send
+ * late. Its length is the longest recent callback (pass_ns, decaying by
+ * 1/64 per callback), within these bounds: a reply arriving in it is
+ * read up to that much later, and a callback that was preempted says
+ * nothing about the next one. */
+#define TIGHT_MIN_NS 1000ULL
+#define TIGHT_MAX_NS 5000ULL
+/* Sends closer together than the stretch (a Poisson burst, or a rate
+ * beyond the thread) would keep it spinning from send to send; replies
+ * are still polled for at least this often. */
+#define MAX_UNPOLLED_NS 20000ULL
 
 /* ---- setup ------------------------------------------------------------- */
 
@@ -56,11 +64,11 @@ static struct event_base *new_base(void)
 
     if (!cfg)
         return NULL;
-    /* One thread per base; no libevent timers (see arm_wake). */
+    /* One thread per base; no libevent timers (see arm_wake). A pass
+     * over many ready connections is cut short by lg_thread_io_done
+     * when the next send comes near, so no dispatch limit here: each
+     * limited pass would cost one more epoll_wait. */
     event_config_set_flag(cfg, EVENT_BASE_FLAG_NOLOCK);
-    /* Back to our loop after every callback: a pass that reads many
-     * connections must not run past the next send time. */
-    event_config_set_max_dispatch_interval(cfg, NULL, 1, 0);
     base = event_base_new_with_config(cfg);
     event_config_free(cfg);
     return base;
@@ -112,6 +120,12 @@ void lg_thread_free(lg_thread *t)
 }
 
 /* ---- connection callbacks --------------------------------------------- */
+
+/* How close to a send no I/O callback may start. */
+static uint64_t tight_ns(const lg_thread *t)
+{
+    return t->pass_ns < TIGHT_MIN_NS ? TIGHT_MIN_NS : t->pass_ns > TIGHT_MAX_NS ? TIGHT_MAX_NS : t->pass_ns;
+}
 
 void lg_thread_sent(lg_thread *t, const lg_req *req)
 {
@@ -188,10 +202,15 @@ void lg_thread_dropped(lg_thread *t, const lg_req *req, int sent)
         t->st.c.lost++;
 }
 
-void lg_thread_busy(lg_thread *t, uint64_t start)
+void lg_thread_io_done(lg_thread *t, uint64_t start)
 {
+    uint64_t now = sv_clock_monotonic_ns(), took = now - start;
+
     if (t->measuring)
-        t->st.busy_ns += sv_clock_monotonic_ns() - start;
+        t->st.busy_ns += took;
+    t->pass_ns = took > t->pass_ns ? took : t->pass_ns - (t->pass_ns >> 6);
+    if (now + tight_ns(t) >= t->wake_ns)
+        event_base_loopbreak(t->base);
 }
 
 void lg_thread_unexpected(lg_thread *t)
@@ -482,25 +501,35 @@ static uint64_t next_wake(const lg_thread *t)
 /* Sleep in the event loop until `spin` before the wake time, then poll
  * without blocking, then spin on the clock alone: a timer wakes up tens
  * of microseconds late on a busy machine, a poll loop within a few. */
-static void wait_until(lg_thread *t, uint64_t wake)
+static uint64_t wait_until(lg_thread *t, uint64_t wake, uint64_t now)
 {
-    uint64_t now = sv_clock_monotonic_ns(), spin = (uint64_t)t->o->spin_ns;
+    uint64_t spin = (uint64_t)t->o->spin_ns;
 
-    if (wake > now + spin) {
+    t->wake_ns = wake;
+    if (wake > now + spin && wake > now + tight_ns(t)) {
         arm_wake(t, wake - spin);
+        t->polled_ns = now;
         event_base_loop(t->base, EVLOOP_ONCE);
-    } else if (wake > now + TIGHT_NS) {
+    } else if (wake > now + tight_ns(t) || now - t->polled_ns > MAX_UNPOLLED_NS) {
+        t->polled_ns = now;
         event_base_loop(t->base, EVLOOP_NONBLOCK);
     } else {
-        while (sv_clock_monotonic_ns() < wake)
+        while ((now = sv_clock_monotonic_ns()) < wake)
             __builtin_ia32_pause();
+        return now;
     }
+    return sv_clock_monotonic_ns();
 }
 
+/* One clock read ends the work of a pass and starts the wait; the wait
+ * returns the time it ended (after a spin, the very read that crossed
+ * the send time), which the next pass uses. */
 static int run_loop(lg_thread *t)
 {
+    uint64_t now = sv_clock_monotonic_ns();
+
     for (;;) {
-        uint64_t now = sv_clock_monotonic_ns();
+        uint64_t done;
 
         if (!t->measuring && t->generating && now >= t->measure_start)
             begin_measuring(t);
@@ -508,10 +537,12 @@ static int run_loop(lg_thread *t)
             return -1;
         batch_tick(t, now);
         retry_down(t, now);
-        lg_thread_busy(t, now);
-        if (!t->generating && (t->pending == 0 || now >= t->deadline))
+        done = sv_clock_monotonic_ns();
+        if (t->measuring)
+            t->st.busy_ns += done - now;
+        if (!t->generating && (t->pending == 0 || done >= t->deadline))
             return 0;
-        wait_until(t, next_wake(t));
+        now = wait_until(t, next_wake(t), done);
     }
 }
 
