@@ -334,6 +334,6 @@ uint32_t lg_key_ttl(const lg_workload *w, uint64_t idx)
 
     if (w->ttl.secs == 0 || w->ttl.fraction >= 1)
         return w->ttl.secs;
-    key_rng(w, idx, 0x74746c, &r);
+    lg_rng_seed(&r, w->seed ^ 0x74746c, idx);
     return lg_rng_uniform(&r) < w->ttl.fraction ? w->ttl.secs : 0;
 }
