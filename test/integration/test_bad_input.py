@@ -21,6 +21,8 @@ from stagevar_bench.servers import LOOPBACK, HttpdServer, free_port
 
 # ---- memcached: -o stage_trace, -o stage_trace_kernel ---------------------
 
+SAMPLE_RANGE = "is not a number from 1 to 1000000"
+
 # (kind, -o argument, expected message). Both options take exactly "0" or
 # "1" (stage_trace also nothing), so each row is one wrong spelling. The
 # two options never conflict (stage_trace_kernel without stage_trace just
@@ -46,6 +48,26 @@ MEMCACHED_ROWS = [
     ("empty", "stage_trace=", "stage_trace: '' is not 0 or 1"),
     ("empty", "stage_trace_kernel=", "stage_trace_kernel: '' is not 0 or 1"),
     ("empty", "stage_trace_kernel", "stage_trace_kernel: '' is not 0 or 1"),
+    # -o stage_trace_sample=N takes 1..1000000 (without stage_trace it has
+    # nothing to sample, which, like stage_trace_kernel, is not an error).
+    ("malformed", "stage_trace_sample=abc", f"stage_trace_sample: 'abc' {SAMPLE_RANGE}"),
+    ("malformed", "stage_trace_sample=1.5", f"stage_trace_sample: '1.5' {SAMPLE_RANGE}"),
+    ("malformed", "stage_trace_sample=064", f"stage_trace_sample: '064' {SAMPLE_RANGE}"),
+    ("out-of-range", "stage_trace_sample=0", f"stage_trace_sample: '0' {SAMPLE_RANGE}"),
+    ("out-of-range", "stage_trace_sample=-64", f"stage_trace_sample: '-64' {SAMPLE_RANGE}"),
+    ("out-of-range", "stage_trace_sample=1000001", f"stage_trace_sample: '1000001' {SAMPLE_RANGE}"),
+    ("out-of-range", "stage_trace_sample=99999999999999999999",
+     f"stage_trace_sample: '99999999999999999999' {SAMPLE_RANGE}"),
+    ("conflicting", "stage_trace,stage_trace_sample=64,stage_trace_sample=0",
+     f"stage_trace_sample: '0' {SAMPLE_RANGE}"),
+    ("empty", "stage_trace_sample=", f"stage_trace_sample: '' {SAMPLE_RANGE}"),
+    ("empty", "stage_trace_sample", f"stage_trace_sample: '' {SAMPLE_RANGE}"),
+    # -o pin_helpers=CPU takes one CPU; worker_cpus' list keeps its commas.
+    ("malformed", "pin_helpers=0,1", "pin_helpers takes one CPU, not '0,1'"),
+    ("malformed", "pin_helpers=0-1", "pin_helpers takes one CPU, not '0-1'"),
+    ("malformed", "pin_helpers=0,", "pin_helpers takes one CPU, not '0,'"),
+    ("malformed", "worker_cpus=0,-1", "worker_cpus=0,-1: expected a CPU number at '-1'"),
+    ("malformed", "worker_cpus=,0", "worker_cpus=,0: expected a CPU number at ',0'"),
 ]
 
 
