@@ -22,6 +22,7 @@ from stagevar_bench.servers import LOOPBACK, HttpdServer, free_port
 # CPUs this process (and so a server it starts) may run on, and one it may not.
 ALLOWED = sorted(os.sched_getaffinity(0))
 OUTSIDE = max(ALLOWED) + 1
+SAMPLE_RANGE = "is not a number from 1 to 1000000"
 
 
 def cpu_list(cpus: list[int]) -> str:
@@ -35,8 +36,8 @@ def cpu_list(cpus: list[int]) -> str:
     return ",".join(f"{r[0]}-{r[-1]}" if len(r) > 1 else str(r[0]) for r in runs)
 
 
-# ---- memcached: stage_trace, stage_trace_kernel, lru_amortized_budget_us,
-# ---- worker_cpus, pin_helpers -----------------------------------------------
+# ---- memcached: stage_trace, stage_trace_kernel, stage_trace_sample,
+# ---- lru_amortized_budget_us, worker_cpus, pin_helpers -----------------------------------------------
 
 # (kind, -o argument, expected message). stage_trace and
 # stage_trace_kernel take exactly "0" or "1" (stage_trace also nothing),
@@ -75,7 +76,6 @@ MEMCACHED_ROWS = [
     ("malformed", "worker_cpus=1-", "worker_cpus=1-: expected a CPU number at ''"),
     ("malformed", "worker_cpus=-1", "worker_cpus=-1: expected a CPU number at '-1'"),
     ("malformed", "pin_helpers=1x", "pin_helpers=1x: expected one CPU number"),
-    ("malformed", "pin_helpers=0-1", "pin_helpers=0-1: expected one CPU number"),
     ("out-of-range", "lru_amortized_budget_us=-1", "lru_amortized_budget_us=-1: must be a whole number of microseconds from 0 to 100000"),
     ("out-of-range", "lru_amortized_budget_us=100001", "lru_amortized_budget_us=100001: must be a whole number of microseconds from 0 to 100000"),
     ("out-of-range", "lru_amortized_budget_us=99999999999999999999",
@@ -104,6 +104,26 @@ MEMCACHED_ROWS = [
     ("empty", "worker_cpus", "worker_cpus: needs a list of CPUs, e.g. worker_cpus=0,2-3"),
     ("empty", "pin_helpers=", "pin_helpers: needs a CPU, e.g. pin_helpers=1"),
     ("empty", "pin_helpers", "pin_helpers: needs a CPU, e.g. pin_helpers=1"),
+    # -o stage_trace_sample=N takes 1..1000000 (without stage_trace it has
+    # nothing to sample, which, like stage_trace_kernel, is not an error).
+    ("malformed", "stage_trace_sample=abc", f"stage_trace_sample: 'abc' {SAMPLE_RANGE}"),
+    ("malformed", "stage_trace_sample=1.5", f"stage_trace_sample: '1.5' {SAMPLE_RANGE}"),
+    ("malformed", "stage_trace_sample=064", f"stage_trace_sample: '064' {SAMPLE_RANGE}"),
+    ("out-of-range", "stage_trace_sample=0", f"stage_trace_sample: '0' {SAMPLE_RANGE}"),
+    ("out-of-range", "stage_trace_sample=-64", f"stage_trace_sample: '-64' {SAMPLE_RANGE}"),
+    ("out-of-range", "stage_trace_sample=1000001", f"stage_trace_sample: '1000001' {SAMPLE_RANGE}"),
+    ("out-of-range", "stage_trace_sample=99999999999999999999",
+     f"stage_trace_sample: '99999999999999999999' {SAMPLE_RANGE}"),
+    ("conflicting", "stage_trace,stage_trace_sample=64,stage_trace_sample=0",
+     f"stage_trace_sample: '0' {SAMPLE_RANGE}"),
+    ("empty", "stage_trace_sample=", f"stage_trace_sample: '' {SAMPLE_RANGE}"),
+    ("empty", "stage_trace_sample", f"stage_trace_sample: '' {SAMPLE_RANGE}"),
+    # -o pin_helpers=CPU takes one CPU; worker_cpus' list keeps its commas.
+    ("malformed", "pin_helpers=0,1", "pin_helpers takes one CPU, not '0,1'"),
+    ("malformed", "pin_helpers=0-1", "pin_helpers takes one CPU, not '0-1'"),
+    ("malformed", "pin_helpers=0,", "pin_helpers takes one CPU, not '0,'"),
+    ("malformed", "worker_cpus=0,-1", "worker_cpus=0,-1: expected a CPU number at '-1'"),
+    ("malformed", "worker_cpus=,0", "worker_cpus=,0: expected a CPU number at ',0'"),
 ]
 
 

@@ -281,3 +281,51 @@ def test_reset_clears_every_worker() -> None:
         assert num(stats, "parse_to_response:count") == 1, "only the reset itself"
     finally:
         server.stop()
+
+
+def gets_one_read_each(server: MemcachedServer, n: int) -> None:
+    """n gets on one connection, each sent once the last reply is in: one
+    socket read per request."""
+    c = client(server)
+    for _ in range(n):
+        assert c.get("absent") is None
+
+
+@pytest.mark.parametrize("sample", [1, 4, 7])
+def test_a_sampled_server_traces_every_nth_read(sample: int) -> None:
+    """-o stage_trace_sample=N traces the requests of a worker's reads 1,
+    N+1, 2N+1, ... exactly; the others are not counted at all, and the
+    traced ones still get their kernel timestamps."""
+    server = start("-t", "1", "-o", f"stage_trace,stage_trace_sample={sample}")
+    try:
+        k = 40
+        gets_one_read_each(server, k)
+        traced = -(-k // sample)                    # reads 1, N+1, ... <= k
+        stats = stages(server)                      # read k+1: traced after its reply
+        assert stats["stage_trace_sample"] == str(sample)
+        for stage in REQUEST_STAGES:
+            assert num(stats, f"{stage}:count") == traced, stage
+            assert num(stats, f"{stage}:missing") == 0, stage
+        assert num(stats, "batch_size:count") == traced
+
+        gets_one_read_each(server, k)
+        # Reads 1..k, then the stats read k+1 (counted, if traced, after
+        # its reply), then k+2..2k+1.
+        want = len([r for r in range(1, 2 * k + 2) if (r - 1) % sample == 0])
+        stats = stages(server)
+        for stage in REQUEST_STAGES:
+            assert num(stats, f"{stage}:count") == want, stage
+        # A warmed connection's traced responses all got their TX timestamp.
+        assert num(stats, "response_to_send:missing") == 0
+        assert num(stats, "server_total:missing") == 0
+    finally:
+        server.stop()
+
+
+def test_settings_show_the_sample_rate() -> None:
+    server = start("-o", "stage_trace,stage_trace_sample=64")
+    try:
+        settings = ask(server, b"stats settings\r\n").decode()
+        assert "STAT stage_trace_sample 64\r\n" in settings
+    finally:
+        server.stop()
