@@ -145,6 +145,13 @@ static int parse_pareto(const char *list, lg_arrival *a, char *err)
         snprintf(err, LG_ERRLEN, "'pareto:%s': give exactly one of alpha= and cv2=", list);
         return -1;
     }
+    /* Beyond ALPHA_MAX every draw is lo to within rounding, and the
+     * moments, once scaled to the rate, stop being finite (fuzzing found
+     * alpha=239508947). */
+    if (has_alpha && a->alpha > ALPHA_MAX) {
+        snprintf(err, LG_ERRLEN, "'pareto:%s': alpha %g is above %g", list, a->alpha, ALPHA_MAX);
+        return -1;
+    }
     if (!(a->lo_ns > 0 && a->hi_ns > a->lo_ns)) {
         snprintf(err, LG_ERRLEN, "'pareto:%s': need 0 < lo < hi", list);
         return -1;
