@@ -20,7 +20,12 @@ hardest comparison for loadgen). Then:
    replies of one read in one send, and polls without sleeping, as a
    saturated server would). There loadgen gives up first: that rate is
    what one loadgen thread sustains.
-3. the ratio: loadgen thread / memcached worker (goal >= 2x).
+3. the ratio: loadgen thread / memcached worker (goal >= 2x), and the
+   most any loadgen making the same system calls could reach: memcached's
+   CPU per request at its sustained rate over loadgen's *system* CPU per
+   request at its capacity (on loopback a send() also runs the
+   receiver's TCP input, so that kernel work is the floor of a request's
+   cost on either side, whatever user space does).
 4. precision: the schedule error (the clock read just before the send()
    that carried a request, minus its scheduled time) p50/p99 at 50% of
    loadgen's capacity, deterministic and Poisson arrivals, against the
@@ -57,9 +62,11 @@ STUB = Path(os.environ.get("STAGEVAR_STUB_SERVER", REPO / "bench" / "loadgen" / 
 STEP = 1.25
 
 
-def cpu_seconds(pid: int) -> float:
+def cpu_seconds(pid: int) -> tuple[float, float]:
+    """(user, system) CPU seconds of a process."""
     fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    tick = os.sysconf("SC_CLK_TCK")
+    return int(fields[11]) / tick, int(fields[12]) / tick
 
 
 class Target:
@@ -71,14 +78,38 @@ class Target:
 
 def run(args: argparse.Namespace, loadgen: Path, target: Target, rate: float, arrival: str) -> dict[str, Any]:
     with tempfile.NamedTemporaryFile(suffix=".json") as out:
-        cpu0 = cpu_seconds(target.pid)
-        subprocess.run(["taskset", "-c", str(args.loadgen_cpu), str(loadgen), "-p", str(target.port),
-                        "--cpus", str(args.loadgen_cpu), "-r", f"{rate:.0f}", "-a", arrival,
-                        "-d", str(args.duration), "-w", str(args.warmup), "-c", "8", "--get-ratio", "1",
-                        "--quiet", "--json", out.name], check=True, timeout=120)
+        start = time.monotonic()
+        proc = subprocess.Popen(["taskset", "-c", str(args.loadgen_cpu), str(loadgen), "-p", str(target.port),
+                                 "--cpus", str(args.loadgen_cpu), "-r", f"{rate:.0f}", "-a", arrival,
+                                 "-d", str(args.duration), "-w", str(args.warmup), "-c", "8",
+                                 "--get-ratio", "1", "--quiet", "--json", out.name])
+        try:
+            # The server's CPU inside the measurement phase only (connecting,
+            # warm-up and the wait for late replies are left out).
+            cpu = server_cpu_between(target.pid, start + args.warmup + 0.1 * args.duration,
+                                     start + args.warmup + 0.9 * args.duration)
+            if proc.wait(timeout=120) != 0:
+                raise subprocess.CalledProcessError(proc.returncode, str(loadgen))
+        finally:
+            stop_process(proc)
         report: dict[str, Any] = json.load(open(out.name))
-    report["server_cpu"] = (cpu_seconds(target.pid) - cpu0) / (args.duration + args.warmup)
+    report["server_cpu"], report["server_sys"] = cpu
     return report
+
+
+def server_cpu_between(pid: int, t0: float, t1: float) -> tuple[float, float]:
+    """(total, system) CPU of `pid` from monotonic time t0 to t1, in cores."""
+    time.sleep(max(0.0, t0 - time.monotonic()))
+    user0, sys0, a = *cpu_seconds(pid), time.monotonic()
+    time.sleep(max(0.0, t1 - time.monotonic()))
+    user1, sys1, b = *cpu_seconds(pid), time.monotonic()
+    return (user1 - user0 + sys1 - sys0) / (b - a), (sys1 - sys0) / (b - a)
+
+
+def loadgen_sys_us(r: dict[str, Any]) -> float:
+    """Loadgen's system CPU per request sent in the measurement, us."""
+    sent = r["rates"]["sent"] * r["rates"]["window_s"]
+    return r["cpu"]["measurement_sys_s"] / sent * 1e6 if sent else 0.0
 
 
 def verdict(r: dict[str, Any]) -> str:
@@ -174,8 +205,9 @@ class StubServer:
         stop_process(self.proc)
 
 
-def memcached_capacity(args: argparse.Namespace) -> list[tuple[float, str, float]]:
-    """Per repeat: (capacity req/s, who gave up, memcached CPU at the sustained rate)."""
+def memcached_capacity(args: argparse.Namespace) -> list[tuple[float, str, float, float]]:
+    """Per repeat: (capacity req/s, who gave up, memcached CPU at the
+    sustained rate, memcached's system CPU per request there in us)."""
     out = []
     with MemcachedServer(build_binary("stock", "memcached"), args=["-t", "1"],
                          wrap=["taskset", "-c", str(args.server_cpu)]) as mc:
@@ -184,11 +216,12 @@ def memcached_capacity(args: argparse.Namespace) -> list[tuple[float, str, float
         start = args.start
         for i in range(args.repeats):
             rate, why, best = capacity(lambda r: run(args, LOADGEN, target, r, "det"), start)
-            cpu = best.get("server_cpu", 0.0)
+            cpu, sys_cpu = best.get("server_cpu", 0.0), best.get("server_sys", 0.0)
             cap = max(rate, rate / cpu if cpu > 0 else 0.0, 1.0)
-            out.append((cap, why, cpu))
+            out.append((cap, why, cpu, sys_cpu / rate * 1e6 if rate else 0.0))
             print(f"memcached repeat {i + 1}: sustained {rate:.0f} req/s (next step failed: {why}), "
-                  f"memcached CPU {cpu:.2f} there, so one worker serves about {cap:.0f} req/s", flush=True)
+                  f"memcached CPU {cpu:.2f} there ({sys_cpu:.2f} system), so one worker serves about "
+                  f"{cap:.0f} req/s", flush=True)
             start = max(args.start, rate / STEP ** 3)
     return out
 
@@ -196,7 +229,8 @@ def memcached_capacity(args: argparse.Namespace) -> list[tuple[float, str, float
 def loadgen_side(args: argparse.Namespace, loadgen: Path, target: Target, start: float) -> dict[str, Any]:
     """One repeat of steps 2 and 4 for one loadgen binary."""
     rate, why, best = capacity(lambda r: run(args, loadgen, target, r, "det"), start)
-    res: dict[str, Any] = {"cap": rate, "why": why, "stub_cpu": best.get("server_cpu", 0.0)}
+    res: dict[str, Any] = {"cap": rate, "why": why, "stub_cpu": best.get("server_cpu", 0.0),
+                           "sys_us": loadgen_sys_us(best) if best else 0.0}
     for a in ("det", "exp"):
         # Not even --start was sustained: say so, and measure at half of it.
         half = run(args, loadgen, target, (rate or args.start) / 2, a)
@@ -207,13 +241,14 @@ def loadgen_side(args: argparse.Namespace, loadgen: Path, target: Target, start:
 
 def describe(name: str, r: dict[str, Any]) -> str:
     return (f"{name}: sustained {r['cap']:.0f} req/s (next step failed: {r['why']}; stub CPU "
-            f"{r['stub_cpu']:.2f}); at half: schedule error det p50/p99 {r['det'][0] / 1e3:.2f}/"
-            f"{r['det'][1] / 1e3:.2f} us, exp {r['exp'][0] / 1e3:.2f}/{r['exp'][1] / 1e3:.2f} us")
+            f"{r['stub_cpu']:.2f}; loadgen system CPU {r['sys_us']:.2f} us/request there); "
+            f"at half: schedule error det p50/p99 {r['det'][0] / 1e3:.2f}/{r['det'][1] / 1e3:.2f} us, "
+            f"exp {r['exp'][0] / 1e3:.2f}/{r['exp'][1] / 1e3:.2f} us")
 
 
-def summary(name: str, runs: list[dict[str, Any]], mc_cap: float) -> dict[str, float]:
+def summary(name: str, runs: list[dict[str, Any]], mc_cap: float, mc_sys_us: float) -> dict[str, float]:
     med = statistics.median
-    s = {"cap": med(r["cap"] for r in runs)}
+    s = {"cap": med(r["cap"] for r in runs), "sys_us": med(r["sys_us"] for r in runs)}
     for a in ("det", "exp"):
         s[a + "50"] = med(r[a][0] for r in runs)
         s[a + "99"] = med(r[a][1] for r in runs)
@@ -221,6 +256,10 @@ def summary(name: str, runs: list[dict[str, Any]], mc_cap: float) -> dict[str, f
           f"(next step failed because of: {', '.join(r['why'] for r in runs)})")
     print(f"{name}: loadgen thread / memcached worker: {s['cap'] / mc_cap:.2f}x (goal >= 2x)"
           + (" (a search failed at its first rate: lower --start)" if min(r["cap"] for r in runs) == 0 else ""))
+    mc_us = 1e6 / mc_cap
+    print(f"{name}: CPU per request: memcached worker {mc_us:.2f} us ({mc_sys_us:.2f} us system), "
+          f"loadgen thread {1e6 / max(s['cap'], 1):.2f} us ({s['sys_us']:.2f} us system): a loadgen "
+          f"with no user-space cost at all could reach {mc_us / max(s['sys_us'], 1e-9):.2f}x")
     for a in ("det", "exp"):
         print(f"{name}: schedule error at 50% ({a}): p50 {s[a + '50'] / 1e3:.2f} us, "
               f"p99 {s[a + '99'] / 1e3:.2f} us (goal p99 <= 5 us)")
@@ -251,7 +290,8 @@ def main() -> int:
     print(f"machine floor on CPU {args.loadgen_cpu}: a perfect sender's schedule error would be "
           f"p50 {floor[0] / 1e3:.2f} us, p99 {floor[1] / 1e3:.2f} us (preemption, hypervisor)", flush=True)
     mc = memcached_capacity(args)
-    mc_cap = statistics.median(c for c, _, _ in mc)
+    mc_cap = statistics.median(m[0] for m in mc)
+    mc_sys_us = statistics.median(m[3] for m in mc)
     sides = {"current": LOADGEN, **({"baseline": args.baseline} if args.baseline else {})}
     runs: dict[str, list[dict[str, Any]]] = {k: [] for k in sides}
     with StubServer(args.server_cpu, seconds=3600) as stub:
@@ -263,8 +303,8 @@ def main() -> int:
                 print(f"repeat {i + 1}, {describe(name, runs[name][-1])}", flush=True)
     print(f"load average after: {loadavg()}")
     print(f"memcached worker (-t 1, gets of missing keys): about {mc_cap:.0f} req/s at 100% of a core "
-          f"(median of {args.repeats}; who gave up: {', '.join(w for _, w, _ in mc)})")
-    s = {name: summary(name, runs[name], mc_cap) for name in sides}
+          f"(median of {args.repeats}; who gave up: {', '.join(m[1] for m in mc)})")
+    s = {name: summary(name, runs[name], mc_cap, mc_sys_us) for name in sides}
     if "baseline" in s:
         c, b = s["current"], s["baseline"]
         print(f"current / baseline: capacity {c['cap'] / max(b['cap'], 1):.2f}x; schedule error p99 det "

@@ -55,3 +55,10 @@ def test_capacity_retries_a_failure_once() -> None:
 def test_capacity_zero_when_the_first_rate_fails() -> None:
     rate, why, _ = loadgen_bench.capacity(fake(5_000, "server"), 10_000)
     assert rate == 0 and why == "server"
+
+
+def test_loadgen_sys_us_is_system_cpu_per_request_sent() -> None:
+    r = {"rates": {"sent": 100_000.0, "window_s": 2.0}, "cpu": {"measurement_sys_s": 0.6}}
+    assert abs(loadgen_bench.loadgen_sys_us(r) - 3.0) < 1e-9
+    r["rates"]["sent"] = 0.0
+    assert loadgen_bench.loadgen_sys_us(r) == 0.0
