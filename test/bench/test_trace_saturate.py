@@ -51,7 +51,9 @@ def test_batches_hold_the_requested_mix() -> None:
 
 ROW = re.compile(r"^  (stock|fork, tracing off|fork, -o stage_trace|fork, trace 1 read in 8)\s+"
                  r"(\d+)\s+(1|\d\.\d{4} \[\d\.\d{4} \.\. \d\.\d{4}\] \([+-]\d+\.\d\d%\))\s+"
-                 r"(\d+\.\d)% +(\d+\.\d)% +(\d+) +(\d+\.\d\d) +(\d+\.\d\d)$")
+                 r"(\d+\.\d)% +(\d+\.\d)% +(\d+\.\d\d) +(\d+\.\d\d)$")
+CPU_ROW = re.compile(r"^  (stock|fork, tracing off|fork, -o stage_trace|fork, trace 1 read in 8)\s+"
+                     r"(\d+)  (1|\d\.\d{4} \[\d\.\d{4} \.\. \d\.\d{4}\] \([+-]\d+\.\d\d%\))$")
 
 
 def test_a_short_run_prints_every_side() -> None:
@@ -72,4 +74,8 @@ def test_a_short_run_prints_every_side() -> None:
     for m in rows:
         assert int(m.group(2)) > 1000, m.group(0)                   # it really served requests
         assert 0 < float(m.group(4)) <= 110 and 0 < float(m.group(5)) <= 110, m.group(0)
-        assert float(m.group(7)) <= float(m.group(8)), m.group(0)   # p50 <= p99
+        assert float(m.group(6)) <= float(m.group(7)), m.group(0)   # p50 <= p99
+    per_cpu = [m for m in map(CPU_ROW.match, lines) if m]
+    assert [m.group(1) for m in per_cpu] == [m.group(1) for m in rows], out.stdout
+    for m in per_cpu:
+        assert int(m.group(2)) > 1000, m.group(0)
