@@ -3,18 +3,14 @@
  * bucket; above, each power of two [2^e, 2^(e+1)) is split into
  * 2^SUB_BITS equal buckets of width 2^(e-SUB_BITS). The bucket index is
  * computed with one count-leading-zeros and two shifts, no loop, no
- * floating point: cheap enough for every request.
+ * branch, no floating point (update.h): cheap enough for every request.
  */
 #include <string.h>
 
 #include "stagevar.h"
+#include "update.h"
 
 #define SUB_COUNT ((uint64_t)1 << SV_HIST_SUB_BITS)
-
-static unsigned log2_floor(uint64_t x)
-{
-    return 63u - (unsigned)__builtin_clzll(x);
-}
 
 void sv_hist_reset(sv_hist *h)
 {
@@ -23,13 +19,7 @@ void sv_hist_reset(sv_hist *h)
 
 size_t sv_hist_bucket_of(uint64_t x)
 {
-    unsigned e, shift;
-
-    if (x < 2 * SUB_COUNT)
-        return (size_t)x;
-    e = log2_floor(x);
-    shift = e - SV_HIST_SUB_BITS;
-    return ((size_t)shift << SV_HIST_SUB_BITS) + (size_t)(x >> shift);
+    return sv_update_bucket(x);
 }
 
 uint64_t sv_hist_bucket_low(size_t bucket)
@@ -51,11 +41,7 @@ uint64_t sv_hist_bucket_width(size_t bucket)
 
 void sv_hist_add(sv_hist *h, uint64_t x)
 {
-    h->total++;
-    if (x >= SV_HIST_LIMIT)
-        h->overflow++;
-    else
-        h->bucket[sv_hist_bucket_of(x)]++;
+    sv_update_hist(h, x);
 }
 
 void sv_hist_merge(sv_hist *into, const sv_hist *from)

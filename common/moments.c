@@ -2,13 +2,16 @@
  * Running moments. Welford's update keeps the sum of squared deviations
  * (M2) instead of sum(x^2): with nanosecond timestamps in the 1e18 range
  * or spans with a large common offset, sum(x^2) - n*mean^2 cancels
- * catastrophically in double precision, Welford does not. Merging uses
+ * catastrophically in double precision, Welford does not; and it runs on
+ * the values minus the first one, so the mean's rounding does not eat a
+ * low variance either (update.h). Merging uses
  * Chan et al.'s pairwise formula, so per-thread moments combine exactly
  * as if one thread had seen every value.
  */
 #include <math.h>
 
 #include "stagevar.h"
+#include "update.h"
 
 void sv_moments_reset(sv_moments *m)
 {
@@ -17,19 +20,13 @@ void sv_moments_reset(sv_moments *m)
     m->m2 = 0.0;
     m->min = UINT64_MAX;
     m->max = 0;
+    m->shift = 0.0;
+    m->shifted_mean = 0.0;
 }
 
 void sv_moments_add(sv_moments *m, uint64_t x)
 {
-    double delta = (double)x - m->mean;
-
-    m->count++;
-    m->mean += delta / (double)m->count;
-    m->m2 += delta * ((double)x - m->mean);
-    if (x < m->min)
-        m->min = x;
-    if (x > m->max)
-        m->max = x;
+    sv_update_moments(m, x);
 }
 
 void sv_moments_merge(sv_moments *into, const sv_moments *from)
@@ -43,8 +40,11 @@ void sv_moments_merge(sv_moments *into, const sv_moments *from)
         return;
     }
     n = n_a + n_b;
-    delta = from->mean - into->mean;
-    into->mean += delta * n_b / n;
+    /* Both means relative to into's shift: the difference of the shifts
+     * is exact, and so is the merged mean to the spread's precision. */
+    delta = (from->shift - into->shift) + from->shifted_mean - into->shifted_mean;
+    into->shifted_mean += delta * n_b / n;
+    into->mean = into->shift + into->shifted_mean;
     into->m2 += from->m2 + delta * delta * n_a * n_b / n;
     into->count += from->count;
     if (from->min < into->min)

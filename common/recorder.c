@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "stagevar.h"
+#include "update.h"
 
 size_t sv_recorder_size(unsigned nstages)
 {
@@ -50,6 +51,7 @@ void sv_recorder_free(sv_recorder *r)
     free(r);
 }
 
+/* The moments' and the histogram's updates inline: no call per record. */
 void sv_record(sv_recorder *r, unsigned stage, int64_t span_ns)
 {
     sv_stage *s;
@@ -61,8 +63,8 @@ void sv_record(sv_recorder *r, unsigned stage, int64_t span_ns)
         s->dropped++;
         return;
     }
-    sv_moments_add(&s->moments, (uint64_t)span_ns);
-    sv_hist_add(&s->hist, (uint64_t)span_ns);
+    sv_update_moments(&s->moments, (uint64_t)span_ns);
+    sv_update_hist(&s->hist, (uint64_t)span_ns);
 }
 
 void sv_record_missing(sv_recorder *r, unsigned stage)

@@ -35,6 +35,11 @@ typedef struct {
     double m2;          /* sum of squared deviations from the mean */
     uint64_t min;
     uint64_t max;
+    /* Private to the update: it runs on x - shift (shift = the first
+     * value), so the mean's rounding error scales with the spread of the
+     * values, not with their size. */
+    double shift;
+    double shifted_mean;    /* mean - shift */
 } sv_moments;
 
 void sv_moments_reset(sv_moments *m);

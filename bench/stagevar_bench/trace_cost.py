@@ -1,13 +1,15 @@
 """What stage tracing costs memcached, stock vs fork with tracing off,
 tracing every request and tracing a sample, side by side in one run:
 (a) instructions per request, (b) server CPU per request and latency
-under a fixed load (see trace_load.py).
+under a fixed load, (c) saturated throughput and latency (see
+trace_load.py).
 
-The sampled side traces every 64th socket read of a worker
-(`-o stage_trace_sample=64`), a production rate: at 20,000 requests/s a
-worker still records ~300 requests/s, enough for a p99 within seconds,
-while 63 reads in 64 take the untraced path (no clock reads, plain
-read(), no TX timestamp to read back from the error queue).
+The sampled side traces every Nth socket read of a worker
+(`-o stage_trace_sample=N`, --sample, default 64), a production rate: at
+20,000 requests/s a worker still records ~300 requests/s, enough for a
+p99 within seconds, while 63 reads in 64 take the untraced path (no
+clock reads, plain read(), no TX timestamp to read back from the error
+queue).
 
 (a) runs stock memcached, the fork with tracing off and the fork with
 tracing on under `valgrind --tool=callgrind`, each answering the same
@@ -24,8 +26,22 @@ little from run to run (a one-off event such as a slab page split lands in
 one run or the other), so each side is measured --repeat times and the
 median is reported with the range.
 
+(c) runs memcached -t 1 on one CPU and a pipelining closed-loop client
+(pipeline_client.py) on another, so the worker, not the client, is the
+limit; the sides alternate within every round (ABCD ABCD ...), so slow
+drifts of the machine hit all of them alike, and each side's throughput
+is compared with stock's of the same round. Printed per side: median
+throughput, the median of the per-round ratios to stock with a bootstrap
+95% CI, the worker's and the client's CPU use (the worker should be near
+100 %, the client below), the batch round trip's p50/p99, and the
+requests answered per second of the worker's CPU time with its own
+per-round ratios (the worker's capacity, its idle and preempted time
+left out).
+
     python -m stagevar_bench.trace_cost [--requests N] [--repeat R]
-        [--rate N] [--duration S] [--cpus SERVER,CLIENT] [--only callgrind|load]
+        [--rate N] [--duration S] [--cpus SERVER,CLIENT] [--sample N]
+        [--rounds R] [--seconds S] [--pipeline CONNS,BATCH,DEPTH]
+        [--only callgrind|load|saturate]
 """
 from __future__ import annotations
 
@@ -40,10 +56,13 @@ import sys
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Callable
 
 from stagevar_bench.memcache_client import read_until
 from stagevar_bench.servers import LOOPBACK, MemcachedServer, build_binary
-from stagevar_bench.trace_load import LoadSample, check_ready, run_load
+from stagevar_bench.stats import bootstrap_ci
+from stagevar_bench.trace_load import (LoadSample, Pipeline, SaturatedSample, check_cpus,
+                                       check_ready, run_load, run_saturated)
 
 VALGRIND_START_S = 60.0
 
@@ -55,12 +74,17 @@ class Side:
     options: tuple[str, ...]
 
 
-SIDES = (
-    Side("stock", "stock", ()),
-    Side("fork, tracing off", "fork", ()),
-    Side("fork, -o stage_trace", "fork", ("-o", "stage_trace")),
-    Side("fork, trace 1 read in 64", "fork", ("-o", "stage_trace,stage_trace_sample=64")),
-)
+SAMPLE_MAX = 1000000     # memcached's own limit for stage_trace_sample
+
+
+def sides(sample: int) -> tuple[Side, ...]:
+    return (
+        Side("stock", "stock", ()),
+        Side("fork, tracing off", "fork", ()),
+        Side("fork, -o stage_trace", "fork", ("-o", "stage_trace")),
+        Side(f"fork, trace 1 read in {sample}", "fork",
+             ("-o", f"stage_trace,stage_trace_sample={sample}")),
+    )
 
 
 def request_script(port: int, requests: int) -> None:
@@ -125,12 +149,12 @@ def spread(values: list[float]) -> str:
     return f"{median(values):9.1f} [{min(values):.1f} .. {max(values):.1f}]"
 
 
-def instructions_part(requests: int, repeat: int) -> None:
+def instructions_part(all_sides: tuple[Side, ...], requests: int, repeat: int) -> None:
     print(f"(a) memcached instructions per request (callgrind, worker thread, "
           f"{requests} vs {2 * requests} requests, median of {repeat} [min .. max])")
-    runs: dict[str, list[float]] = {side.name: [] for side in SIDES}
+    runs: dict[str, list[float]] = {side.name: [] for side in all_sides}
     for _ in range(repeat):
-        for side in SIDES:
+        for side in all_sides:
             runs[side.name].append(per_request(side, requests))
     stock = median(runs["stock"])
     for name, values in runs.items():
@@ -138,12 +162,13 @@ def instructions_part(requests: int, repeat: int) -> None:
         print(f"  {name:<26} {spread(values)}   ratio to stock {ir / stock:.4f} ({100 * (ir / stock - 1):+.2f}%)")
 
 
-def load_part(rate: int, duration: float, cpus: tuple[int, int], repeat: int) -> None:
+def load_part(all_sides: tuple[Side, ...], rate: int, duration: float, cpus: tuple[int, int],
+              repeat: int) -> None:
     print(f"(b) memcached -t 1 on CPU {cpus[0]}, loadgen on CPU {cpus[1]}, {rate} req/s Poisson, "
           f"{duration:g} s, median of {repeat} [min .. max] (sides in random order each round)")
-    runs: dict[str, list[LoadSample]] = {side.name: [] for side in SIDES}
+    runs: dict[str, list[LoadSample]] = {side.name: [] for side in all_sides}
     for _ in range(repeat):
-        for side in random.sample(SIDES, len(SIDES)):
+        for side in random.sample(all_sides, len(all_sides)):
             binary = build_binary(side.variant, "memcached")
             runs[side.name].append(run_load(binary, side.options, cpus, rate, duration))
     stock = median([s.cpu_ns_per_request for s in runs["stock"]])
@@ -157,11 +182,60 @@ def load_part(rate: int, duration: float, cpus: tuple[int, int], repeat: int) ->
               f"{ratio:.4f} ({100 * (ratio - 1):+.2f}%)")
 
 
+def saturated_part(all_sides: tuple[Side, ...], rounds: int, seconds: float,
+                   cpus: tuple[int, int], shape: Pipeline) -> None:
+    print(f"(c) saturated: memcached -t 1 on CPU {cpus[0]}, pipelining client on CPU {cpus[1]} "
+          f"({shape.connections} connections x {shape.depth} batches of {shape.batch} requests "
+          f"in flight), {rounds} rounds of {seconds:g} s, sides alternating in every round")
+    runs: dict[str, list[SaturatedSample]] = {side.name: [] for side in all_sides}
+    for _ in range(rounds):
+        for side in all_sides:
+            binary = build_binary(side.variant, "memcached")
+            runs[side.name].append(run_saturated(binary, side.options, cpus, seconds, shape))
+    stock = runs["stock"]
+    print(f"  {'':<26} {'req/s':>9}  {'vs stock: median of per-round ratios [95% CI]':<46} "
+          f"{'worker CPU':>10} {'client CPU':>10} {'p50 ms':>7} {'p99 ms':>7}")
+    for name, samples in runs.items():
+        print(f"  {name:<26} {median([s.throughput for s in samples]):9.0f}  "
+              f"{versus_stock(name, samples, stock, lambda s: s.throughput):<46} "
+              f"{100 * median([s.worker_cpu for s in samples]):9.1f}% "
+              f"{100 * median([s.client_cpu for s in samples]):9.1f}% "
+              f"{1e3 * median([s.p50_s for s in samples]):7.2f} "
+              f"{1e3 * median([s.p99_s for s in samples]):7.2f}")
+    print(f"  {'':<26} {'req/worker-CPU-s':>16}  vs stock: median of per-round ratios [95% CI] "
+          f"(the worker's own capacity: its idle and preempted time left out)")
+    for name, samples in runs.items():
+        per_cpu = [s.throughput / s.worker_cpu for s in samples]
+        print(f"  {name:<26} {median(per_cpu):16.0f}  "
+              f"{versus_stock(name, samples, stock, lambda s: s.throughput / s.worker_cpu)}")
+    worker = median([s.worker_cpu for samples in runs.values() for s in samples])
+    if worker < 0.95:
+        print(f"  warning: the worker was busy only {100 * worker:.0f}% of the time: not saturated, "
+              f"the ratios measure the client or the machine too")
+
+
+def versus_stock(name: str, samples: list[SaturatedSample], stock: list[SaturatedSample],
+                 metric: Callable[[SaturatedSample], float]) -> str:
+    """The median of the per-round ratios to stock's same round, with a
+    bootstrap 95% CI."""
+    if name == "stock":
+        return "1"
+    ci = bootstrap_ci([metric(s) / metric(base) for s, base in zip(samples, stock)])
+    return f"{ci.value:.4f} [{ci.low:.4f} .. {ci.high:.4f}] ({100 * (ci.value - 1):+.2f}%)"
+
+
 def parse_cpus(text: str) -> tuple[int, int]:
     parts = text.split(",")
     if len(parts) != 2 or not all(p.isdigit() for p in parts):
         raise argparse.ArgumentTypeError(f"expected SERVER,CLIENT CPU numbers, not '{text}'")
     return int(parts[0]), int(parts[1])
+
+
+def parse_pipeline(text: str) -> Pipeline:
+    parts = text.split(",")
+    if len(parts) != 3 or not all(p.isdigit() and int(p) > 0 for p in parts):
+        raise argparse.ArgumentTypeError(f"expected CONNS,BATCH,DEPTH positive numbers, not '{text}'")
+    return Pipeline(*(int(p) for p in parts))
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -176,7 +250,16 @@ def main(argv: list[str] | None = None) -> int:
                         help="(b) seconds of measurement per run (default: 5)")
     parser.add_argument("--cpus", type=parse_cpus, default=(1, 0),
                         help="(b) CPU for the server, CPU for loadgen (default: 1,0)")
-    parser.add_argument("--only", choices=("callgrind", "load"),
+    parser.add_argument("--sample", type=int, default=64,
+                        help="the sampled side's stage_trace_sample (default: 64)")
+    parser.add_argument("--rounds", type=int, default=8,
+                        help="(c) rounds, each running every side once (default: 8)")
+    parser.add_argument("--seconds", type=float, default=3.0,
+                        help="(c) measured seconds per side and round (default: 3)")
+    parser.add_argument("--pipeline", type=parse_pipeline, default=Pipeline(),
+                        help="(c) client connections, requests per batch, batches in flight "
+                             "per connection (default: 4,32,4)")
+    parser.add_argument("--only", choices=("callgrind", "load", "saturate"),
                         help="run one part only")
     args = parser.parse_args(argv)
     if args.repeat < 1:
@@ -185,18 +268,29 @@ def main(argv: list[str] | None = None) -> int:
         parser.error(f"--requests must be an even number >= 100, not {args.requests}")
     if args.rate <= 0 or args.duration <= 0:
         parser.error(f"--rate and --duration must be positive, not {args.rate} and {args.duration:g}")
-    if args.only != "load" and shutil.which("valgrind") is None:
+    if not 1 <= args.sample <= SAMPLE_MAX:
+        parser.error(f"--sample must be a number from 1 to {SAMPLE_MAX}, not {args.sample}")
+    if args.rounds < 1 or args.seconds <= 0:
+        parser.error(f"--rounds must be at least 1 and --seconds positive, "
+                     f"not {args.rounds} and {args.seconds:g}")
+    parts = [args.only] if args.only else ["callgrind", "load", "saturate"]
+    if "callgrind" in parts and shutil.which("valgrind") is None:
         parser.error("valgrind is not installed (Debian: apt-get install valgrind)")
-    if args.only != "callgrind" and (why := check_ready(args.cpus)):
+    if "load" in parts and (why := check_ready(args.cpus)):
         parser.error(why)
-    for side in SIDES:
+    if "saturate" in parts and (why := check_cpus(args.cpus)):
+        parser.error(why)
+    all_sides = sides(args.sample)
+    for side in all_sides:
         if not build_binary(side.variant, "memcached").exists():
             parser.error(f"{build_binary(side.variant, 'memcached')} is not built (run make)")
 
-    if args.only != "load":
-        instructions_part(args.requests, args.repeat)
-    if args.only != "callgrind":
-        load_part(args.rate, args.duration, args.cpus, args.repeat)
+    if "callgrind" in parts:
+        instructions_part(all_sides, args.requests, args.repeat)
+    if "load" in parts:
+        load_part(all_sides, args.rate, args.duration, args.cpus, args.repeat)
+    if "saturate" in parts:
+        saturated_part(all_sides, args.rounds, args.seconds, args.cpus, args.pipeline)
     return 0
 
 

@@ -1,5 +1,6 @@
 """What stage tracing costs memcached under load: server CPU per request
-and latency at a fixed offered rate.
+and latency at a fixed offered rate (run_load), and saturated throughput
+(run_saturated).
 
 memcached (-t 1, all threads) is pinned to one CPU and the load generator
 to another; loadgen offers the same open-loop Poisson load to each side
@@ -14,16 +15,23 @@ p50/p99 come from loadgen, measured from each request's scheduled time.
 from __future__ import annotations
 
 import json
+import math
 import os
 import re
 import socket
 import subprocess
 import tempfile
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Sequence
 
+from stagevar_bench.pipeline_client import PipelineClient, WindowHook, build_batches, preload
 from stagevar_bench.servers import LOOPBACK, MemcachedServer, build_dir
+
+SATURATION_KEYS = 1000
+SATURATION_GET_RATIO = 0.9
+SATURATION_WARMUP_S = 1.0
 
 
 @dataclass(frozen=True)
@@ -49,6 +57,22 @@ def server_cpu_ns(pid: int) -> int:
         except (OSError, IndexError, ValueError):
             pass    # a thread that just exited
     return total
+
+
+def worker_cpu_ns(pid: int) -> int:
+    """CPU time of memcached's worker threads (named mc-worker), in ns."""
+    total = 0
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        try:
+            if (task / "comm").read_text().strip() == "mc-worker":
+                total += int((task / "schedstat").read_text().split()[0])
+        except (OSError, IndexError, ValueError):
+            pass
+    return total
+
+
+def this_thread_cpu_ns() -> int:
+    return int(Path("/proc/thread-self/schedstat").read_text().split()[0])
 
 
 def requests_served(port: int) -> int:
@@ -90,6 +114,83 @@ def check_ready(cpus: tuple[int, int]) -> str | None:
     """Why the load part cannot run here, or None."""
     if not loadgen_binary().exists():
         return f"{loadgen_binary()} is not built (run make)"
+    return check_cpus(cpus)
+
+
+@dataclass(frozen=True)
+class Pipeline:
+    """The saturating client's shape: connections, each with `depth`
+    batches of `batch` requests in flight."""
+    connections: int = 4
+    batch: int = 32
+    depth: int = 4
+
+
+@dataclass(frozen=True)
+class SaturatedSample:
+    throughput: float       # replies per second over the measured window
+    worker_cpu: float       # fraction of one CPU the server's worker used
+    client_cpu: float       # fraction of one CPU the client used
+    p50_s: float            # batch round trip (pipeline_client.py)
+    p99_s: float
+
+
+class _CpuWindow(WindowHook):
+    """CPU times of the server's worker and of the client over the window."""
+
+    def __init__(self, server_pid: int) -> None:
+        self.server_pid = server_pid
+        self.worker = self.client = self.wall = 0.0
+
+    def begin(self) -> None:
+        self.worker = -worker_cpu_ns(self.server_pid)
+        self.client = -this_thread_cpu_ns()
+        self.wall = -time.monotonic_ns()
+
+    def end(self) -> None:
+        self.worker += worker_cpu_ns(self.server_pid)
+        self.client += this_thread_cpu_ns()
+        self.wall += time.monotonic_ns()
+
+
+def nearest_rank(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, max(0, math.ceil(q * len(ordered)) - 1))]
+
+
+def run_saturated(binary: Path, options: Sequence[str], cpus: tuple[int, int],
+                  seconds: float, shape: Pipeline) -> SaturatedSample:
+    """memcached -t 1 on cpus[0], this process (the client) on cpus[1],
+    as many requests as the worker can answer for `seconds`."""
+    server_cpu, client_cpu = cpus
+    allowed = os.sched_getaffinity(0)
+    batches = build_batches(shape.batch, SATURATION_KEYS, SATURATION_GET_RATIO, seed=1)
+    with MemcachedServer(binary, args=["-t", "1", *options],
+                         wrap=["taskset", "-c", str(server_cpu)]) as server:
+        assert server.proc is not None
+        preload(LOOPBACK, server.port, SATURATION_KEYS)
+        window = _CpuWindow(server.proc.pid)
+        os.sched_setaffinity(0, {client_cpu})
+        try:
+            client = PipelineClient(LOOPBACK, server.port, shape.connections, shape.batch,
+                                    shape.depth, batches)
+            try:
+                result = client.run(SATURATION_WARMUP_S, seconds, window)
+            finally:
+                client.close()
+        finally:
+            os.sched_setaffinity(0, allowed)
+    latencies = result.batch_latency_s
+    if not latencies:
+        raise RuntimeError(f"no batch completed in {seconds:g} s: is {binary} answering?")
+    return SaturatedSample(throughput=result.throughput,
+                           worker_cpu=window.worker / window.wall,
+                           client_cpu=window.client / window.wall,
+                           p50_s=nearest_rank(latencies, 0.50), p99_s=nearest_rank(latencies, 0.99))
+
+
+def check_cpus(cpus: tuple[int, int]) -> str | None:
+    """Why server and client cannot be pinned to `cpus`, or None."""
     allowed = os.sched_getaffinity(0)
     if cpus[0] == cpus[1] or not set(cpus) <= allowed:
         return f"--cpus needs two different CPUs of {sorted(allowed)}, not {cpus[0]},{cpus[1]}"

@@ -54,6 +54,34 @@ Test(moments, matches_two_pass_with_large_offset)
     check_against_reference(1000000000000ull, 1000, 100000);
 }
 
+/* The recorder's inlined update (sv_record) on spans with a large common
+ * offset and a tiny spread: the mean must not drift and the variance of
+ * 0..3 (1.25) must survive an offset 10^12 times larger. */
+Test(moments, recorder_keeps_a_low_variance_under_a_large_offset)
+{
+    enum { N = 100000 };
+    uint64_t *x = malloc(N * sizeof(*x));
+    sv_recorder *r = sv_recorder_new(1);
+    const sv_moments *m = &r->stage[0].moments;
+    long double mean, var;
+    size_t i;
+
+    srand(11);
+    for (i = 0; i < N; i++) {
+        x[i] = 1000000000000ull + (uint64_t)rand() % 4;
+        sv_record(r, 0, (int64_t)x[i]);
+    }
+    two_pass(x, N, &mean, &var);
+    cr_assert_eq(m->count, N);
+    cr_assert(fabsl((long double)m->mean - mean) <= 1e-12L * mean, "mean %f vs %Lf", m->mean, mean);
+    cr_assert(fabsl((long double)sv_moments_variance(m) - var) <= 1e-6L * var,
+              "variance %.17g vs %.17Lg", sv_moments_variance(m), var);
+    cr_assert_eq(m->min, 1000000000000ull);
+    cr_assert_eq(m->max, 1000000000003ull);
+    sv_recorder_free(r);
+    free(x);
+}
+
 Test(moments, naive_formula_would_fail_here)
 {
     /* Guard that the previous test really is hard: the naive formula is
