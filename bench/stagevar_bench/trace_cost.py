@@ -56,7 +56,7 @@ import sys
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
+from typing import Callable, Sequence
 
 from stagevar_bench.memcache_client import read_until
 from stagevar_bench.servers import LOOPBACK, MemcachedServer, build_binary
@@ -69,6 +69,7 @@ VALGRIND_START_S = 60.0
 
 @dataclass(frozen=True)
 class Side:
+    key: str        # its name on the command line (--sides)
     name: str
     variant: str
     options: tuple[str, ...]
@@ -77,14 +78,27 @@ class Side:
 SAMPLE_MAX = 1000000     # memcached's own limit for stage_trace_sample
 
 
-def sides(sample: int) -> tuple[Side, ...]:
-    return (
-        Side("stock", "stock", ()),
-        Side("fork, tracing off", "fork", ()),
-        Side("fork, -o stage_trace", "fork", ("-o", "stage_trace")),
-        Side(f"fork, trace 1 read in {sample}", "fork",
+SIDE_KEYS = ("stock", "off", "on", "sampled")
+
+
+def sides(sample: int, keys: Sequence[str] = SIDE_KEYS) -> tuple[Side, ...]:
+    every = (
+        Side("stock", "stock", "stock", ()),
+        Side("off", "fork, tracing off", "fork", ()),
+        Side("on", "fork, -o stage_trace", "fork", ("-o", "stage_trace")),
+        Side("sampled", f"fork, trace 1 read in {sample}", "fork",
              ("-o", f"stage_trace,stage_trace_sample={sample}")),
     )
+    return tuple(side for side in every if side.key in keys)
+
+
+def parse_sides(text: str) -> tuple[str, ...]:
+    """A comma list of SIDE_KEYS; stock is always measured (the ratios' base)."""
+    keys = tuple(k.strip() for k in text.split(","))
+    bad = [k for k in keys if k not in SIDE_KEYS]
+    if bad or not keys:
+        raise argparse.ArgumentTypeError(f"expected a list of {','.join(SIDE_KEYS)}, not '{text}'")
+    return ("stock",) + tuple(k for k in keys if k != "stock")
 
 
 def request_script(port: int, requests: int) -> None:
@@ -259,6 +273,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--pipeline", type=parse_pipeline, default=Pipeline(),
                         help="(c) client connections, requests per batch, batches in flight "
                              "per connection (default: 4,32,4)")
+    parser.add_argument("--sides", type=parse_sides, default=SIDE_KEYS,
+                        help="which of stock,off,on,sampled to measure; stock always is "
+                             "(default: all four)")
     parser.add_argument("--only", choices=("callgrind", "load", "saturate"),
                         help="run one part only")
     args = parser.parse_args(argv)
@@ -280,7 +297,7 @@ def main(argv: list[str] | None = None) -> int:
         parser.error(why)
     if "saturate" in parts and (why := check_cpus(args.cpus)):
         parser.error(why)
-    all_sides = sides(args.sample)
+    all_sides = sides(args.sample, args.sides)
     for side in all_sides:
         if not build_binary(side.variant, "memcached").exists():
             parser.error(f"{build_binary(side.variant, 'memcached')} is not built (run make)")

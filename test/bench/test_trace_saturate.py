@@ -31,6 +31,8 @@ def trace_cost(*args: str, timeout: float = 300) -> subprocess.CompletedProcess[
     (["--pipeline", "4,0,4"], "'4,0,4'"),
     (["--cpus", "1,1"], "1,1"),
     (["--only", "warp"], "'warp'"),
+    (["--sides", "stock,fast"], "'stock,fast'"),
+    (["--sides", ""], "''"),
 ])
 def test_bad_arguments_are_one_line_naming_the_value(args: list[str], named: str) -> None:
     out = trace_cost("--only", "saturate", *args) if "--only" not in args else trace_cost(*args)
@@ -79,3 +81,16 @@ def test_a_short_run_prints_every_side() -> None:
     assert [m.group(1) for m in per_cpu] == [m.group(1) for m in rows], out.stdout
     for m in per_cpu:
         assert int(m.group(2)) > 1000, m.group(0)
+
+
+def test_sides_picks_the_measured_servers_stock_always_included() -> None:
+    if not all(build_binary(v, "memcached").exists() for v in ("stock", "fork")):
+        pytest.skip("memcached stock and fork are not built")
+    cpus = sorted(os.sched_getaffinity(0))
+    if len(cpus) < 2:
+        pytest.skip("needs two CPUs")
+    out = trace_cost("--only", "saturate", "--sides", "sampled", "--rounds", "2", "--seconds", "0.3",
+                     "--sample", "8", "--pipeline", "2,8,2", "--cpus", f"{cpus[1]},{cpus[0]}")
+    assert out.returncode == 0, out.stderr
+    rows = [m.group(1) for m in map(ROW.match, out.stdout.splitlines()) if m]
+    assert rows == ["stock", "fork, trace 1 read in 8"], out.stdout
