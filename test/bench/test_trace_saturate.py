@@ -58,39 +58,39 @@ CPU_ROW = re.compile(r"^  (stock|fork, tracing off|fork, -o stage_trace|fork, tr
                      r"(\d+)  (1|\d\.\d{4} \[\d\.\d{4} \.\. \d\.\d{4}\] \([+-]\d+\.\d\d%\))$")
 
 
-def test_a_short_run_prints_every_side() -> None:
+def short_run(*args: str) -> tuple[list[int], str]:
+    """A 2-round saturated run on two CPUs (skips where it cannot run):
+    the CPUs and its stdout."""
     if not all(build_binary(v, "memcached").exists() for v in ("stock", "fork")):
         pytest.skip("memcached stock and fork are not built")
     cpus = sorted(os.sched_getaffinity(0))
     if len(cpus) < 2:
         pytest.skip("needs two CPUs")
     out = trace_cost("--only", "saturate", "--rounds", "2", "--seconds", "0.3", "--sample", "8",
-                     "--pipeline", "2,8,2", "--cpus", f"{cpus[1]},{cpus[0]}")
+                     "--pipeline", "2,8,2", "--cpus", f"{cpus[1]},{cpus[0]}", *args)
     assert out.returncode == 0, out.stderr
-    lines = out.stdout.splitlines()
+    return cpus, out.stdout
+
+
+def test_a_short_run_prints_every_side() -> None:
+    cpus, stdout = short_run()
+    lines = stdout.splitlines()
     assert lines[0].startswith(f"(c) saturated: memcached -t 1 on CPU {cpus[1]}, pipelining client "
                                f"on CPU {cpus[0]} (2 connections x 2 batches of 8 requests"), lines[0]
     rows = [m for m in map(ROW.match, lines) if m]
     assert [m.group(1) for m in rows] == ["stock", "fork, tracing off", "fork, -o stage_trace",
-                                          "fork, trace 1 read in 8"], out.stdout
+                                          "fork, trace 1 read in 8"], stdout
     for m in rows:
         assert int(m.group(2)) > 1000, m.group(0)                   # it really served requests
         assert 0 < float(m.group(4)) <= 110 and 0 < float(m.group(5)) <= 110, m.group(0)
         assert float(m.group(6)) <= float(m.group(7)), m.group(0)   # p50 <= p99
     per_cpu = [m for m in map(CPU_ROW.match, lines) if m]
-    assert [m.group(1) for m in per_cpu] == [m.group(1) for m in rows], out.stdout
+    assert [m.group(1) for m in per_cpu] == [m.group(1) for m in rows], stdout
     for m in per_cpu:
         assert int(m.group(2)) > 1000, m.group(0)
 
 
 def test_sides_picks_the_measured_servers_stock_always_included() -> None:
-    if not all(build_binary(v, "memcached").exists() for v in ("stock", "fork")):
-        pytest.skip("memcached stock and fork are not built")
-    cpus = sorted(os.sched_getaffinity(0))
-    if len(cpus) < 2:
-        pytest.skip("needs two CPUs")
-    out = trace_cost("--only", "saturate", "--sides", "sampled", "--rounds", "2", "--seconds", "0.3",
-                     "--sample", "8", "--pipeline", "2,8,2", "--cpus", f"{cpus[1]},{cpus[0]}")
-    assert out.returncode == 0, out.stderr
-    rows = [m.group(1) for m in map(ROW.match, out.stdout.splitlines()) if m]
-    assert rows == ["stock", "fork, trace 1 read in 8"], out.stdout
+    _, stdout = short_run("--sides", "sampled")
+    rows = [m.group(1) for m in map(ROW.match, stdout.splitlines()) if m]
+    assert rows == ["stock", "fork, trace 1 read in 8"], stdout
