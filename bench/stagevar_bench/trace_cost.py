@@ -96,7 +96,7 @@ def parse_sides(text: str) -> tuple[str, ...]:
     """A comma list of SIDE_KEYS; stock is always measured (the ratios' base)."""
     keys = tuple(k.strip() for k in text.split(","))
     bad = [k for k in keys if k not in SIDE_KEYS]
-    if bad or not keys:
+    if bad:
         raise argparse.ArgumentTypeError(f"expected a list of {','.join(SIDE_KEYS)}, not '{text}'")
     return ("stock",) + tuple(k for k in keys if k != "stock")
 

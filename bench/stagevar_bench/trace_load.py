@@ -32,6 +32,7 @@ from stagevar_bench.servers import LOOPBACK, MemcachedServer, build_dir
 SATURATION_KEYS = 1000
 SATURATION_GET_RATIO = 0.9
 SATURATION_WARMUP_S = 1.0
+WORKER_THREAD = "mc-worker"     # memcached's worker threads' name
 
 
 @dataclass(frozen=True)
@@ -48,26 +49,16 @@ def loadgen_binary() -> Path:
     return Path(env) if env else build_dir().parent / "bench" / "loadgen" / "loadgen"
 
 
-def server_cpu_ns(pid: int) -> int:
-    """CPU time of every thread of `pid`, user and system, in ns."""
+def cpu_ns(pid: int, thread_name: str | None = None) -> int:
+    """CPU time, user and system, in ns, of every thread of `pid`, or only
+    of those named `thread_name` (WORKER_THREAD: memcached's workers)."""
     total = 0
     for task in Path(f"/proc/{pid}/task").iterdir():
         try:
-            total += int((task / "schedstat").read_text().split()[0])
-        except (OSError, IndexError, ValueError):
-            pass    # a thread that just exited
-    return total
-
-
-def worker_cpu_ns(pid: int) -> int:
-    """CPU time of memcached's worker threads (named mc-worker), in ns."""
-    total = 0
-    for task in Path(f"/proc/{pid}/task").iterdir():
-        try:
-            if (task / "comm").read_text().strip() == "mc-worker":
+            if thread_name is None or (task / "comm").read_text().strip() == thread_name:
                 total += int((task / "schedstat").read_text().split()[0])
         except (OSError, IndexError, ValueError):
-            pass
+            pass    # a thread that just exited
     return total
 
 
@@ -96,13 +87,13 @@ def run_load(binary: Path, options: Sequence[str], cpus: tuple[int, int],
         assert server.proc is not None
         with tempfile.TemporaryDirectory(prefix="stagevar-load-") as tmp:
             report = Path(tmp) / "load.json"
-            served, cpu = requests_served(server.port), server_cpu_ns(server.proc.pid)
+            served, cpu = requests_served(server.port), cpu_ns(server.proc.pid)
             subprocess.run([str(loadgen_binary()), "-p", str(server.port), "-r", str(rate),
                             "-d", f"{duration_s}s", "-w", "1s", "-a", "exp", "-c", "4",
                             "--keys", "1000", "--preload", "--get-ratio", "0.9",
                             "--cpus", str(client_cpu), "--json", str(report), "-q"],
                            check=True, timeout=duration_s + 60)
-            cpu = server_cpu_ns(server.proc.pid) - cpu
+            cpu = cpu_ns(server.proc.pid) - cpu
             served = requests_served(server.port) - served - 1   # not our own stats
             result = json.loads(report.read_text())
     latency = result["latency_scheduled"]
@@ -143,12 +134,12 @@ class _CpuWindow(WindowHook):
         self.worker = self.client = self.wall = 0.0
 
     def begin(self) -> None:
-        self.worker = -worker_cpu_ns(self.server_pid)
+        self.worker = -cpu_ns(self.server_pid, WORKER_THREAD)
         self.client = -this_thread_cpu_ns()
         self.wall = -time.monotonic_ns()
 
     def end(self) -> None:
-        self.worker += worker_cpu_ns(self.server_pid)
+        self.worker += cpu_ns(self.server_pid, WORKER_THREAD)
         self.client += this_thread_cpu_ns()
         self.wall += time.monotonic_ns()
 
