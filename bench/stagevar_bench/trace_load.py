@@ -1,6 +1,7 @@
 """What stage tracing costs memcached under load: server CPU per request
-and latency at a fixed offered rate (run_load), and saturated throughput
-(run_saturated).
+and latency at a fixed offered rate (run_load), and saturated throughput,
+one server at a time (run_saturated) or two sharing one CPU at the same
+time (run_saturated_pair).
 
 memcached (-t 1, all threads) is pinned to one CPU and the load generator
 to another; loadgen offers the same open-loop Poisson load to each side
@@ -14,6 +15,7 @@ p50/p99 come from loadgen, measured from each request's scheduled time.
 """
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 import os
@@ -26,7 +28,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Sequence
 
-from stagevar_bench.pipeline_client import PipelineClient, WindowHook, build_batches, preload
+from stagevar_bench.pipeline_client import (PipelineClient, PipelineResult, WindowHook, build_batches,
+                                             preload, run_together)
 from stagevar_bench.servers import LOOPBACK, MemcachedServer, build_dir
 
 SATURATION_KEYS = 1000
@@ -127,21 +130,33 @@ class SaturatedSample:
 
 
 class _CpuWindow(WindowHook):
-    """CPU times of the server's worker and of the client over the window."""
+    """CPU times of the servers' workers and of the client over the window."""
 
-    def __init__(self, server_pid: int) -> None:
-        self.server_pid = server_pid
-        self.worker = self.client = self.wall = 0.0
+    def __init__(self, server_pids: Sequence[int]) -> None:
+        self.server_pids = list(server_pids)
+        self.workers = [0] * len(self.server_pids)
+        self.client = self.wall = 0
 
     def begin(self) -> None:
-        self.worker = -cpu_ns(self.server_pid, WORKER_THREAD)
+        self.workers = [-cpu_ns(pid, WORKER_THREAD) for pid in self.server_pids]
         self.client = -this_thread_cpu_ns()
         self.wall = -time.monotonic_ns()
 
     def end(self) -> None:
-        self.worker += cpu_ns(self.server_pid, WORKER_THREAD)
+        self.workers = [w + cpu_ns(pid, WORKER_THREAD) for w, pid in zip(self.workers, self.server_pids)]
         self.client += this_thread_cpu_ns()
         self.wall += time.monotonic_ns()
+
+    def sample(self, server: int, result: PipelineResult, binary: Path) -> "SaturatedSample":
+        """Server number `server`'s sample from its client's result."""
+        latencies = result.batch_latency_s
+        if not latencies:
+            raise RuntimeError(f"no batch completed in {result.seconds:g} s: is {binary} answering?")
+        return SaturatedSample(throughput=result.throughput,
+                               worker_cpu=self.workers[server] / self.wall,
+                               client_cpu=self.client / self.wall,
+                               p50_s=nearest_rank(latencies, 0.50),
+                               p99_s=nearest_rank(latencies, 0.99))
 
 
 def nearest_rank(values: list[float], q: float) -> float:
@@ -149,35 +164,75 @@ def nearest_rank(values: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, max(0, math.ceil(q * len(ordered)) - 1))]
 
 
+def saturating_server(binary: Path, options: Sequence[str], server_cpu: int) -> MemcachedServer:
+    return MemcachedServer(binary, args=["-t", "1", *options], wrap=["taskset", "-c", str(server_cpu)])
+
+
 def run_saturated(binary: Path, options: Sequence[str], cpus: tuple[int, int],
                   seconds: float, shape: Pipeline) -> SaturatedSample:
     """memcached -t 1 on cpus[0], this process (the client) on cpus[1],
     as many requests as the worker can answer for `seconds`."""
+    return run_saturated_servers([(binary, options)], cpus, seconds, shape)[0]
+
+
+@dataclass(frozen=True)
+class SaturatedPair:
+    """Two servers saturated at the same time, sharing one CPU."""
+    base: SaturatedSample
+    other: SaturatedSample
+
+    @property
+    def throughput_ratio(self) -> float:
+        return self.other.throughput / self.base.throughput
+
+    @property
+    def capacity_ratio(self) -> float:
+        """The ratio of requests per second of each worker's own CPU time."""
+        return ((self.other.throughput / self.other.worker_cpu)
+                / (self.base.throughput / self.base.worker_cpu))
+
+
+Server = tuple[Path, Sequence[str]]     # a memcached binary and its options
+
+
+def run_saturated_pair(base: Server, other: Server, cpus: tuple[int, int], seconds: float,
+                       shape: Pipeline, other_first: bool) -> SaturatedPair:
+    """Two memcached -t 1, `base` and `other`, both on cpus[0] at the same
+    time, and this process on cpus[1] driving `shape` to each through one
+    selector: the scheduler splits the server CPU between the two
+    workers, and whatever slows the machine slows both. `other_first`
+    starts `other` first and serves its connections first."""
+    order = [other, base] if other_first else [base, other]
+    first, second = run_saturated_servers(order, cpus, seconds, shape)
+    return SaturatedPair(base=second, other=first) if other_first else SaturatedPair(first, second)
+
+
+def run_saturated_servers(servers: Sequence[Server], cpus: tuple[int, int], seconds: float,
+                          shape: Pipeline) -> list[SaturatedSample]:
+    """Every server as memcached -t 1 on cpus[0], started in order, all
+    loaded at once by this process on cpus[1] for `seconds` after
+    SATURATION_WARMUP_S."""
     server_cpu, client_cpu = cpus
     allowed = os.sched_getaffinity(0)
     batches = build_batches(shape.batch, SATURATION_KEYS, SATURATION_GET_RATIO, seed=1)
-    with MemcachedServer(binary, args=["-t", "1", *options],
-                         wrap=["taskset", "-c", str(server_cpu)]) as server:
-        assert server.proc is not None
-        preload(LOOPBACK, server.port, SATURATION_KEYS)
-        window = _CpuWindow(server.proc.pid)
+    with contextlib.ExitStack() as stack:
+        running = [stack.enter_context(saturating_server(binary, options, server_cpu))
+                   for binary, options in servers]
+        for server in running:
+            preload(LOOPBACK, server.port, SATURATION_KEYS)
+        pids = [server.proc.pid for server in running if server.proc is not None]
+        assert len(pids) == len(running)
+        window = _CpuWindow(pids)
         os.sched_setaffinity(0, {client_cpu})
-        try:
-            client = PipelineClient(LOOPBACK, server.port, shape.connections, shape.batch,
-                                    shape.depth, batches)
-            try:
-                result = client.run(SATURATION_WARMUP_S, seconds, window)
-            finally:
-                client.close()
-        finally:
-            os.sched_setaffinity(0, allowed)
-    latencies = result.batch_latency_s
-    if not latencies:
-        raise RuntimeError(f"no batch completed in {seconds:g} s: is {binary} answering?")
-    return SaturatedSample(throughput=result.throughput,
-                           worker_cpu=window.worker / window.wall,
-                           client_cpu=window.client / window.wall,
-                           p50_s=nearest_rank(latencies, 0.50), p99_s=nearest_rank(latencies, 0.99))
+        stack.callback(os.sched_setaffinity, 0, allowed)
+        clients: list[PipelineClient] = []
+        stack.callback(lambda: [client.close() for client in clients])
+        for server in running:
+            clients.append(PipelineClient(LOOPBACK, server.port, shape.connections, shape.batch,
+                                          shape.depth, batches))
+        results = run_together(clients, SATURATION_WARMUP_S, seconds, window)
+    return [window.sample(i, result, binary) for i, (result, (binary, _)) in
+            enumerate(zip(results, servers))]
 
 
 def check_cpus(cpus: tuple[int, int]) -> str | None:
