@@ -96,7 +96,7 @@ class PipelineClient:
     def __init__(self, host: str, port: int, connections: int, batch: int, depth: int,
                  batches: list[bytes]) -> None:
         self.batch, self.depth, self.batches = batch, depth, batches
-        self.conns = []
+        self.conns: list[_Conn] = []
         for i in range(connections):
             s = socket.create_connection((host, port), timeout=10)
             s.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
