@@ -195,6 +195,14 @@ class SaturatedPair:
 Server = tuple[Path, Sequence[str]]     # a memcached binary and its options
 
 
+def terminate(servers: Sequence[MemcachedServer]) -> None:
+    """SIGTERM every server before the first stop() waits for its exit
+    (~1 s for memcached), so that their exits overlap."""
+    for server in servers:
+        if server.proc is not None and server.proc.poll() is None:
+            server.proc.terminate()
+
+
 def run_saturated_pair(base: Server, other: Server, cpus: tuple[int, int], seconds: float,
                        shape: Pipeline, other_first: bool) -> SaturatedPair:
     """Two memcached -t 1, `base` and `other`, both on cpus[0] at the same
@@ -218,6 +226,7 @@ def run_saturated_servers(servers: Sequence[Server], cpus: tuple[int, int], seco
     with contextlib.ExitStack() as stack:
         running = [stack.enter_context(saturating_server(binary, options, server_cpu))
                    for binary, options in servers]
+        stack.callback(terminate, running)
         for server in running:
             preload(LOOPBACK, server.port, SATURATION_KEYS)
         pids = [server.proc.pid for server in running if server.proc is not None]
