@@ -12,6 +12,10 @@ fully answered it sends the next. So the server always has requests
 queued, several per read, and the client's cost per request is a few
 hundred nanoseconds of byte counting.
 
+run_together() drives the connections to several servers (one client
+each) from one selector, so that one client process can load them at
+the same time.
+
 Latency is per batch: from the send of a batch to the arrival of its
 last reply (in a saturated closed loop that is the queueing the
 pipeline causes, the same for every side).
@@ -24,6 +28,7 @@ import socket
 import time
 from collections import deque
 from dataclasses import dataclass, field
+from typing import Sequence
 
 from stagevar_bench.memcache_client import read_until
 
@@ -84,27 +89,29 @@ class PipelineResult:
 
 
 class PipelineClient:
-    """`connections` connections, each with `depth` batches of `batch`
-    requests outstanding. Call run() once."""
+    """`connections` connections to one server, each with `depth` batches
+    of `batch` requests outstanding. Call run() once, or drive several
+    clients (several servers) through one selector with run_together()."""
 
     def __init__(self, host: str, port: int, connections: int, batch: int, depth: int,
                  batches: list[bytes]) -> None:
         self.batch, self.depth, self.batches = batch, depth, batches
-        self.selector = selectors.DefaultSelector()
-        self.conns = []
+        self.conns: list[_Conn] = []
         for i in range(connections):
             s = socket.create_connection((host, port), timeout=10)
             s.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
             s.setblocking(False)
-            conn = _Conn(s, next_batch=i)
-            self.conns.append(conn)
-            self.selector.register(s, selectors.EVENT_READ, conn)
+            self.conns.append(_Conn(s, next_batch=i))
 
     def close(self) -> None:
         for conn in self.conns:
-            self.selector.unregister(conn.sock)
             conn.sock.close()
-        self.selector.close()
+
+    def start(self, now: float) -> None:
+        """Put `depth` batches in flight on every connection."""
+        for conn in self.conns:
+            for _ in range(self.depth):
+                self._send(conn, now)
 
     def _send(self, conn: _Conn, now: float) -> None:
         data = self.batches[conn.next_batch % len(self.batches)]
@@ -114,8 +121,9 @@ class PipelineClient:
         conn.sock.setblocking(False)
         conn.sent_at.append(now)
 
-    def _receive(self, conn: _Conn, now: float, latencies: list[float] | None) -> int:
-        """Read what has arrived; returns the replies completed."""
+    def receive(self, conn: _Conn, now: float, latencies: list[float] | None) -> int:
+        """Read what has arrived on `conn` (readable), send a batch for
+        every batch fully answered; returns the replies completed."""
         try:
             chunk = conn.sock.recv(65536)
         except BlockingIOError:
@@ -140,29 +148,51 @@ class PipelineClient:
         return replies
 
     def run(self, warmup_s: float, measure_s: float, on_window: "WindowHook") -> PipelineResult:
+        return run_together([self], warmup_s, measure_s, on_window)[0]
+
+
+def run_together(clients: Sequence[PipelineClient], warmup_s: float, measure_s: float,
+                 on_window: "WindowHook") -> list[PipelineResult]:
+    """Drive every client's connections (one client per server) through
+    one selector: `warmup_s` seconds, then a window of `measure_s`
+    counted per client, results in the clients' order. The first client
+    starts first and its connections are registered first, which may
+    favour it a little: alternate the order between runs."""
+    selector = selectors.DefaultSelector()
+    try:
+        for i, client in enumerate(clients):
+            for conn in client.conns:
+                selector.register(conn.sock, selectors.EVENT_READ, (i, conn))
+        return _pump(selector, clients, warmup_s, measure_s, on_window)
+    finally:
+        selector.close()
+
+
+def _pump(selector: selectors.BaseSelector, clients: Sequence[PipelineClient], warmup_s: float,
+          measure_s: float, on_window: "WindowHook") -> list[PipelineResult]:
+    now = time.monotonic()
+    for client in clients:
+        client.start(now)
+    start = now + warmup_s
+    end = start + measure_s
+    replies = [0] * len(clients)
+    latencies: list[list[float]] = [[] for _ in clients]
+    started = False
+    while True:
         now = time.monotonic()
-        for conn in self.conns:
-            for _ in range(self.depth):
-                self._send(conn, now)
-        start = now + warmup_s
-        end = start + measure_s
-        replies, latencies, started = 0, [], False
-        deadline = end + 30.0
-        while True:
-            now = time.monotonic()
-            if not started and now >= start:
-                started = True
-                start = now
-                on_window.begin()
-            if now >= end:
-                on_window.end()
-                return PipelineResult(replies, now - start, latencies)
-            if now > deadline:
-                raise TimeoutError("pipeline client overran its window")
-            for key, _ in self.selector.select(timeout=0.1):
-                got = self._receive(key.data, time.monotonic(), latencies if started else None)
-                if started:
-                    replies += got
+        if not started and now >= start:
+            started = True
+            start = now
+            on_window.begin()
+        if now >= end:
+            on_window.end()
+            return [PipelineResult(replies[i], now - start, latencies[i])
+                    for i in range(len(clients))]
+        for key, _ in selector.select(timeout=0.1):
+            i, conn = key.data
+            got = clients[i].receive(conn, time.monotonic(), latencies[i] if started else None)
+            if started:
+                replies[i] += got
 
 
 class WindowHook:

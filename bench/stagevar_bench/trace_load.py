@@ -1,6 +1,7 @@
 """What stage tracing costs memcached under load: server CPU per request
-and latency at a fixed offered rate (run_load), and saturated throughput
-(run_saturated).
+and latency at a fixed offered rate (run_load), and saturated throughput,
+one server at a time (run_saturated) or two sharing one CPU at the same
+time (run_saturated_pair).
 
 memcached (-t 1, all threads) is pinned to one CPU and the load generator
 to another; loadgen offers the same open-loop Poisson load to each side
@@ -14,6 +15,7 @@ p50/p99 come from loadgen, measured from each request's scheduled time.
 """
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 import os
@@ -26,12 +28,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Sequence
 
-from stagevar_bench.pipeline_client import PipelineClient, WindowHook, build_batches, preload
+from stagevar_bench.pipeline_client import (PipelineClient, PipelineResult, WindowHook, build_batches,
+                                             preload, run_together)
 from stagevar_bench.servers import LOOPBACK, MemcachedServer, build_dir
 
 SATURATION_KEYS = 1000
 SATURATION_GET_RATIO = 0.9
 SATURATION_WARMUP_S = 1.0
+WORKER_THREAD = "mc-worker"     # memcached's worker threads' name
 
 
 @dataclass(frozen=True)
@@ -48,26 +52,16 @@ def loadgen_binary() -> Path:
     return Path(env) if env else build_dir().parent / "bench" / "loadgen" / "loadgen"
 
 
-def server_cpu_ns(pid: int) -> int:
-    """CPU time of every thread of `pid`, user and system, in ns."""
+def cpu_ns(pid: int, thread_name: str | None = None) -> int:
+    """CPU time, user and system, in ns, of every thread of `pid`, or only
+    of those named `thread_name` (WORKER_THREAD: memcached's workers)."""
     total = 0
     for task in Path(f"/proc/{pid}/task").iterdir():
         try:
-            total += int((task / "schedstat").read_text().split()[0])
-        except (OSError, IndexError, ValueError):
-            pass    # a thread that just exited
-    return total
-
-
-def worker_cpu_ns(pid: int) -> int:
-    """CPU time of memcached's worker threads (named mc-worker), in ns."""
-    total = 0
-    for task in Path(f"/proc/{pid}/task").iterdir():
-        try:
-            if (task / "comm").read_text().strip() == "mc-worker":
+            if thread_name is None or (task / "comm").read_text().strip() == thread_name:
                 total += int((task / "schedstat").read_text().split()[0])
         except (OSError, IndexError, ValueError):
-            pass
+            pass    # a thread that just exited
     return total
 
 
@@ -96,13 +90,13 @@ def run_load(binary: Path, options: Sequence[str], cpus: tuple[int, int],
         assert server.proc is not None
         with tempfile.TemporaryDirectory(prefix="stagevar-load-") as tmp:
             report = Path(tmp) / "load.json"
-            served, cpu = requests_served(server.port), server_cpu_ns(server.proc.pid)
+            served, cpu = requests_served(server.port), cpu_ns(server.proc.pid)
             subprocess.run([str(loadgen_binary()), "-p", str(server.port), "-r", str(rate),
                             "-d", f"{duration_s}s", "-w", "1s", "-a", "exp", "-c", "4",
                             "--keys", "1000", "--preload", "--get-ratio", "0.9",
                             "--cpus", str(client_cpu), "--json", str(report), "-q"],
                            check=True, timeout=duration_s + 60)
-            cpu = server_cpu_ns(server.proc.pid) - cpu
+            cpu = cpu_ns(server.proc.pid) - cpu
             served = requests_served(server.port) - served - 1   # not our own stats
             result = json.loads(report.read_text())
     latency = result["latency_scheduled"]
@@ -136,21 +130,33 @@ class SaturatedSample:
 
 
 class _CpuWindow(WindowHook):
-    """CPU times of the server's worker and of the client over the window."""
+    """CPU times of the servers' workers and of the client over the window."""
 
-    def __init__(self, server_pid: int) -> None:
-        self.server_pid = server_pid
-        self.worker = self.client = self.wall = 0.0
+    def __init__(self, server_pids: Sequence[int]) -> None:
+        self.server_pids = list(server_pids)
+        self.workers = [0] * len(self.server_pids)
+        self.client = self.wall = 0
 
     def begin(self) -> None:
-        self.worker = -worker_cpu_ns(self.server_pid)
+        self.workers = [-cpu_ns(pid, WORKER_THREAD) for pid in self.server_pids]
         self.client = -this_thread_cpu_ns()
         self.wall = -time.monotonic_ns()
 
     def end(self) -> None:
-        self.worker += worker_cpu_ns(self.server_pid)
+        self.workers = [w + cpu_ns(pid, WORKER_THREAD) for w, pid in zip(self.workers, self.server_pids)]
         self.client += this_thread_cpu_ns()
         self.wall += time.monotonic_ns()
+
+    def sample(self, server: int, result: PipelineResult, binary: Path) -> "SaturatedSample":
+        """Server number `server`'s sample from its client's result."""
+        latencies = result.batch_latency_s
+        if not latencies:
+            raise RuntimeError(f"no batch completed in {result.seconds:g} s: is {binary} answering?")
+        return SaturatedSample(throughput=result.throughput,
+                               worker_cpu=self.workers[server] / self.wall,
+                               client_cpu=self.client / self.wall,
+                               p50_s=nearest_rank(latencies, 0.50),
+                               p99_s=nearest_rank(latencies, 0.99))
 
 
 def nearest_rank(values: list[float], q: float) -> float:
@@ -158,35 +164,84 @@ def nearest_rank(values: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, max(0, math.ceil(q * len(ordered)) - 1))]
 
 
+def saturating_server(binary: Path, options: Sequence[str], server_cpu: int) -> MemcachedServer:
+    return MemcachedServer(binary, args=["-t", "1", *options], wrap=["taskset", "-c", str(server_cpu)])
+
+
 def run_saturated(binary: Path, options: Sequence[str], cpus: tuple[int, int],
                   seconds: float, shape: Pipeline) -> SaturatedSample:
     """memcached -t 1 on cpus[0], this process (the client) on cpus[1],
     as many requests as the worker can answer for `seconds`."""
+    return run_saturated_servers([(binary, options)], cpus, seconds, shape)[0]
+
+
+@dataclass(frozen=True)
+class SaturatedPair:
+    """Two servers saturated at the same time, sharing one CPU."""
+    base: SaturatedSample
+    other: SaturatedSample
+
+    @property
+    def throughput_ratio(self) -> float:
+        return self.other.throughput / self.base.throughput
+
+    @property
+    def capacity_ratio(self) -> float:
+        """The ratio of requests per second of each worker's own CPU time."""
+        return ((self.other.throughput / self.other.worker_cpu)
+                / (self.base.throughput / self.base.worker_cpu))
+
+
+Server = tuple[Path, Sequence[str]]     # a memcached binary and its options
+
+
+def terminate(servers: Sequence[MemcachedServer]) -> None:
+    """SIGTERM every server before the first stop() waits for its exit
+    (~1 s for memcached), so that their exits overlap."""
+    for server in servers:
+        if server.proc is not None and server.proc.poll() is None:
+            server.proc.terminate()
+
+
+def run_saturated_pair(base: Server, other: Server, cpus: tuple[int, int], seconds: float,
+                       shape: Pipeline, other_first: bool) -> SaturatedPair:
+    """Two memcached -t 1, `base` and `other`, both on cpus[0] at the same
+    time, and this process on cpus[1] driving `shape` to each through one
+    selector: the scheduler splits the server CPU between the two
+    workers, and whatever slows the machine slows both. `other_first`
+    starts `other` first and serves its connections first."""
+    order = [other, base] if other_first else [base, other]
+    first, second = run_saturated_servers(order, cpus, seconds, shape)
+    return SaturatedPair(base=second, other=first) if other_first else SaturatedPair(first, second)
+
+
+def run_saturated_servers(servers: Sequence[Server], cpus: tuple[int, int], seconds: float,
+                          shape: Pipeline) -> list[SaturatedSample]:
+    """Every server as memcached -t 1 on cpus[0], started in order, all
+    loaded at once by this process on cpus[1] for `seconds` after
+    SATURATION_WARMUP_S."""
     server_cpu, client_cpu = cpus
     allowed = os.sched_getaffinity(0)
     batches = build_batches(shape.batch, SATURATION_KEYS, SATURATION_GET_RATIO, seed=1)
-    with MemcachedServer(binary, args=["-t", "1", *options],
-                         wrap=["taskset", "-c", str(server_cpu)]) as server:
-        assert server.proc is not None
-        preload(LOOPBACK, server.port, SATURATION_KEYS)
-        window = _CpuWindow(server.proc.pid)
+    with contextlib.ExitStack() as stack:
+        running = [stack.enter_context(saturating_server(binary, options, server_cpu))
+                   for binary, options in servers]
+        stack.callback(terminate, running)
+        for server in running:
+            preload(LOOPBACK, server.port, SATURATION_KEYS)
+        pids = [server.proc.pid for server in running if server.proc is not None]
+        assert len(pids) == len(running)
+        window = _CpuWindow(pids)
         os.sched_setaffinity(0, {client_cpu})
-        try:
-            client = PipelineClient(LOOPBACK, server.port, shape.connections, shape.batch,
-                                    shape.depth, batches)
-            try:
-                result = client.run(SATURATION_WARMUP_S, seconds, window)
-            finally:
-                client.close()
-        finally:
-            os.sched_setaffinity(0, allowed)
-    latencies = result.batch_latency_s
-    if not latencies:
-        raise RuntimeError(f"no batch completed in {seconds:g} s: is {binary} answering?")
-    return SaturatedSample(throughput=result.throughput,
-                           worker_cpu=window.worker / window.wall,
-                           client_cpu=window.client / window.wall,
-                           p50_s=nearest_rank(latencies, 0.50), p99_s=nearest_rank(latencies, 0.99))
+        stack.callback(os.sched_setaffinity, 0, allowed)
+        clients: list[PipelineClient] = []
+        stack.callback(lambda: [client.close() for client in clients])
+        for server in running:
+            clients.append(PipelineClient(LOOPBACK, server.port, shape.connections, shape.batch,
+                                          shape.depth, batches))
+        results = run_together(clients, SATURATION_WARMUP_S, seconds, window)
+    return [window.sample(i, result, binary) for i, (result, (binary, _)) in
+            enumerate(zip(results, servers))]
 
 
 def check_cpus(cpus: tuple[int, int]) -> str | None:

@@ -1,6 +1,7 @@
 """make bench-trace's saturated-throughput part (trace_cost --only
-saturate): its arguments, and a short run against the built servers
-that prints one row per side in the documented shape."""
+saturate): its arguments, and short runs of both schedules against the
+built servers that print one row per side in the documented shape with
+sane numbers."""
 from __future__ import annotations
 
 import os
@@ -13,6 +14,7 @@ import pytest
 
 from stagevar_bench.pipeline_client import build_batches, count_replies
 from stagevar_bench.servers import build_binary
+from stagevar_bench.trace_load import SaturatedPair, SaturatedSample
 
 BENCH = Path(__file__).resolve().parents[2] / "bench"
 
@@ -33,6 +35,7 @@ def trace_cost(*args: str, timeout: float = 300) -> subprocess.CompletedProcess[
     (["--only", "warp"], "'warp'"),
     (["--sides", "stock,fast"], "'stock,fast'"),
     (["--sides", ""], "''"),
+    (["--schedule", "sometimes"], "'sometimes'"),
 ])
 def test_bad_arguments_are_one_line_naming_the_value(args: list[str], named: str) -> None:
     out = trace_cost("--only", "saturate", *args) if "--only" not in args else trace_cost(*args)
@@ -58,16 +61,22 @@ CPU_ROW = re.compile(r"^  (stock|fork, tracing off|fork, -o stage_trace|fork, tr
                      r"(\d+)  (1|\d\.\d{4} \[\d\.\d{4} \.\. \d\.\d{4}\] \([+-]\d+\.\d\d%\))$")
 
 
-def short_run(*args: str) -> tuple[list[int], str]:
-    """A 2-round saturated run on two CPUs (skips where it cannot run):
-    the CPUs and its stdout."""
+def two_cpus() -> list[int]:
+    """The CPUs this test may use (skips where a saturated run cannot run)."""
     if not all(build_binary(v, "memcached").exists() for v in ("stock", "fork")):
         pytest.skip("memcached stock and fork are not built")
     cpus = sorted(os.sched_getaffinity(0))
     if len(cpus) < 2:
         pytest.skip("needs two CPUs")
-    out = trace_cost("--only", "saturate", "--rounds", "2", "--seconds", "0.3", "--sample", "8",
-                     "--pipeline", "2,8,2", "--cpus", f"{cpus[1]},{cpus[0]}", *args)
+    return cpus
+
+
+def short_run(*args: str) -> tuple[list[int], str]:
+    """A 2-round alternating saturated run on two CPUs: the CPUs and its stdout."""
+    cpus = two_cpus()
+    out = trace_cost("--only", "saturate", "--schedule", "alternate", "--rounds", "2",
+                     "--seconds", "0.3", "--sample", "8", "--pipeline", "2,8,2",
+                     "--cpus", f"{cpus[1]},{cpus[0]}", *args)
     assert out.returncode == 0, out.stderr
     return cpus, out.stdout
 
@@ -94,3 +103,60 @@ def test_sides_picks_the_measured_servers_stock_always_included() -> None:
     _, stdout = short_run("--sides", "sampled")
     rows = [m.group(1) for m in map(ROW.match, stdout.splitlines()) if m]
     assert rows == ["stock", "fork, trace 1 read in 8"], stdout
+
+
+RATIO = r"(\d\.\d{4}) \[(\d\.\d{4}) \.\. (\d\.\d{4})\] \([+-]\d+\.\d\d%\)"
+PAIR_ROW = re.compile(r"^  (fork, tracing off|stock \(a second one\))\s+(\d+)\s+(\d+)  " + RATIO +
+                      r"\s+(\d+\.\d\d)% +(\d+\.\d)% +(\d+\.\d)% +(\d+\.\d)%$")
+PAIR_CPU_ROW = re.compile(r"^  (fork, tracing off|stock \(a second one\))\s+(\d+)\s+(\d+)  " + RATIO +
+                          r"\s+(\d+\.\d\d)%$")
+
+
+def together_run(sides: str) -> tuple[list[int], str]:
+    """A 2-round run of the together schedule (the default) with the real
+    pipeline shape: the CPUs and its stdout."""
+    cpus = two_cpus()
+    out = trace_cost("--only", "saturate", "--sides", sides, "--rounds", "2", "--seconds", "0.5",
+                     "--cpus", f"{cpus[1]},{cpus[0]}")
+    assert out.returncode == 0, out.stderr
+    return cpus, out.stdout
+
+
+def test_together_runs_stock_and_a_side_at_once_with_a_ratio_near_1() -> None:
+    cpus, stdout = together_run("off")
+    lines = stdout.splitlines()
+    assert lines[0].startswith(f"(c) saturated, together: stock and one other side at a time, both "
+                               f"memcached -t 1 on CPU {cpus[1]}, one pipelining client on CPU "
+                               f"{cpus[0]} (per server 4 connections x 4 batches of 32"), lines[0]
+    rows = [m for m in map(PAIR_ROW.match, lines) if m]
+    assert [m.group(1) for m in rows] == ["fork, tracing off"], stdout
+    row = rows[0]
+    assert int(row.group(2)) > 1000 and int(row.group(3)) > 1000, row.group(0)  # both served
+    ratio, low, high = (float(row.group(i)) for i in (4, 5, 6))
+    assert low <= ratio <= high, row.group(0)
+    # tracing off costs ~nothing: a loose bound that a broken pairing
+    # (one server starved, replies counted to the wrong one) fails
+    assert 0.8 < ratio < 1.25, row.group(0)
+    assert int(row.group(2)) / int(row.group(3)) == pytest.approx(ratio, rel=0.25), row.group(0)
+    worker, stock_worker, client = (float(row.group(i)) for i in (8, 9, 10))
+    assert 20 < worker < 80 and 20 < stock_worker < 80, row.group(0)   # they shared the CPU
+    assert worker + stock_worker <= 105 and 0 < client <= 105, row.group(0)
+    per_cpu = [m for m in map(PAIR_CPU_ROW.match, lines) if m]
+    assert [m.group(1) for m in per_cpu] == ["fork, tracing off"], stdout
+    assert int(per_cpu[0].group(2)) > int(row.group(2)), per_cpu[0].group(0)   # per CPU-second
+    assert 0.8 < float(per_cpu[0].group(4)) < 1.25, per_cpu[0].group(0)
+
+
+def test_together_with_stock_alone_runs_stock_against_a_second_stock() -> None:
+    _, stdout = together_run("stock")
+    rows = [m for m in map(PAIR_ROW.match, stdout.splitlines()) if m]
+    assert [m.group(1) for m in rows] == ["stock (a second one)"], stdout
+    assert 0.8 < float(rows[0].group(4)) < 1.25, rows[0].group(0)
+
+
+def test_a_pair_s_ratios_are_the_other_over_the_base() -> None:
+    base = SaturatedSample(throughput=100.0, worker_cpu=0.5, client_cpu=0.7, p50_s=1, p99_s=2)
+    other = SaturatedSample(throughput=90.0, worker_cpu=0.4, client_cpu=0.7, p50_s=1, p99_s=2)
+    pair = SaturatedPair(base=base, other=other)
+    assert pair.throughput_ratio == pytest.approx(0.9)
+    assert pair.capacity_ratio == pytest.approx((90 / 0.4) / (100 / 0.5))
