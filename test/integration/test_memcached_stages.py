@@ -133,6 +133,33 @@ def test_a_pipelined_batch_is_one_batch(traced: MemcachedServer) -> None:
     assert num(stats, "read_to_parse:max_ns") > num(stats, "read_to_parse:min_ns")
 
 
+@pytest.mark.parametrize("batch", [17, 50])
+def test_pipelined_responses_all_get_their_tx_timestamps(traced: MemcachedServer,
+                                                         batch: int) -> None:
+    """memcached sends each get's response with its own sendmsg; a traced
+    connection parks them and reads their TX timestamps back in batches,
+    16 slots at a time. 17 hits fill the slots and end with one more (its
+    timestamp is read with the others' and must still count); 50 refill
+    them three times."""
+    c = client(traced)
+    for i in range(batch):
+        c.set(f"key{i}", b"v")
+    reset(traced)
+    with socket.create_connection((LOOPBACK, traced.port), timeout=5) as s:
+        s.sendall(b"".join(b"get key%d\r\n" % i for i in range(batch)))
+        reply = b""
+        while reply.count(b"END\r\n") < batch:
+            chunk = s.recv(65536)
+            assert chunk
+            reply += chunk
+    assert reply.count(b"VALUE ") == batch
+    stats = stages(traced)
+    for stage in ("response_to_send", "server_total"):
+        assert num(stats, f"{stage}:count") == batch + 1, stage
+        assert num(stats, f"{stage}:missing") == 0, stage
+        assert num(stats, f"{stage}:dropped") == 0, stage
+
+
 def test_a_closing_connection_ends_its_batch(traced: MemcachedServer) -> None:
     reset(traced)
     for _ in range(10):
