@@ -14,6 +14,7 @@ from pymemcache.client.base import Client
 
 from conftest import binary_or_skip
 from stagevar_bench.servers import LOOPBACK, MemcachedServer
+from stagevar_bench.trace_load import cpu_ns
 
 REQUEST_STAGES = ("kernel_to_read", "read_to_parse", "parse_to_response",
                   "response_to_send", "server_total")
@@ -158,6 +159,41 @@ def test_pipelined_responses_all_get_their_tx_timestamps(traced: MemcachedServer
         assert num(stats, f"{stage}:count") == batch + 1, stage
         assert num(stats, f"{stage}:missing") == 0, stage
         assert num(stats, f"{stage}:dropped") == 0, stage
+
+
+@pytest.mark.parametrize("k", [500, 3000])
+def test_a_client_that_stops_reading_shows_its_hold_and_loses_no_request(
+        traced: MemcachedServer, k: int) -> None:
+    """A client that stops reading makes TCP hold the responses, and their
+    TX timestamps come only once it reads again. The requests waiting for
+    theirs (up to 1024 per connection) show the hold in response_to_send;
+    any beyond count as missing there, never lost; and the waiting server
+    does not spin on its error queue."""
+    hold_s = 0.5
+    c = client(traced)
+    c.set("v", b"x" * 1000)
+    reset(traced)
+    assert traced.proc is not None
+    with socket.create_connection((LOOPBACK, traced.port), timeout=5) as s:
+        s.sendall(b"get v\r\n" * k)
+        time.sleep(0.1)                 # the server fills the window, then waits
+        cpu_before = cpu_ns(traced.proc.pid)
+        time.sleep(hold_s)
+        waiting_cpu_s = (cpu_ns(traced.proc.pid) - cpu_before) / 1e9
+        reply = b""
+        while reply.count(b"END\r\n") < k:
+            chunk = s.recv(1 << 20)
+            assert chunk
+            reply += chunk
+    assert reply.count(b"VALUE v ") == k
+    assert waiting_cpu_s < 0.2 * hold_s, f"the server used {waiting_cpu_s:.3f} s of CPU waiting"
+    stats = stages(traced)
+    for stage in REQUEST_STAGES:
+        counted = num(stats, f"{stage}:count") + num(stats, f"{stage}:missing")
+        assert counted == k + 1, f"{stage}: {counted} requests, sent {k} after the reset"
+    assert num(stats, "response_to_send:max_ns") > hold_s * 1e9
+    if k <= 1024:
+        assert num(stats, "response_to_send:missing") == 0
 
 
 def test_a_closing_connection_ends_its_batch(traced: MemcachedServer) -> None:
