@@ -30,7 +30,7 @@ from typing import Sequence
 
 from stagevar_bench.pipeline_client import (PipelineClient, PipelineResult, WindowHook, build_batches,
                                              preload, run_together)
-from stagevar_bench.servers import LOOPBACK, MemcachedServer, build_dir
+from stagevar_bench.servers import LOOPBACK, MemcachedServer, build_dir, stop_all
 
 SATURATION_KEYS = 1000
 SATURATION_GET_RATIO = 0.9
@@ -195,14 +195,6 @@ class SaturatedPair:
 Server = tuple[Path, Sequence[str]]     # a memcached binary and its options
 
 
-def terminate(servers: Sequence[MemcachedServer]) -> None:
-    """SIGTERM every server before the first stop() waits for its exit
-    (~1 s for memcached), so that their exits overlap."""
-    for server in servers:
-        if server.proc is not None and server.proc.poll() is None:
-            server.proc.terminate()
-
-
 def run_saturated_pair(base: Server, other: Server, cpus: tuple[int, int], seconds: float,
                        shape: Pipeline, other_first: bool) -> SaturatedPair:
     """Two memcached -t 1, `base` and `other`, both on cpus[0] at the same
@@ -224,9 +216,10 @@ def run_saturated_servers(servers: Sequence[Server], cpus: tuple[int, int], seco
     allowed = os.sched_getaffinity(0)
     batches = build_batches(shape.batch, SATURATION_KEYS, SATURATION_GET_RATIO, seed=1)
     with contextlib.ExitStack() as stack:
-        running = [stack.enter_context(saturating_server(binary, options, server_cpu))
-                   for binary, options in servers]
-        stack.callback(terminate, running)
+        running: list[MemcachedServer] = []
+        stack.callback(stop_all, running)
+        for binary, options in servers:     # a server that fails to start stops itself
+            running.append(saturating_server(binary, options, server_cpu).start())
         for server in running:
             preload(LOOPBACK, server.port, SATURATION_KEYS)
         pids = [server.proc.pid for server in running if server.proc is not None]
