@@ -52,6 +52,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+from stagevar_bench.machine import loadavg_text  # noqa: E402
 from stagevar_bench.servers import LOOPBACK, REPO, MemcachedServer, build_binary  # noqa: E402
 from stagevar_bench.stats import bootstrap_ci, bootstrap_ratio_ci  # noqa: E402
 
@@ -251,7 +252,7 @@ def main() -> int:
               f"{args.keys} keys in -m {args.memory}; saturation (thread side, det) {sat:.0f} req/s; "
               f"{args.runs} runs of {args.duration:g} s per cell, medians over runs "
               f"[bootstrap 95% CI]; budget {args.budget} us; "
-              f"load average {Path('/proc/loadavg').read_text().split()[:3]}")
+              f"load average {loadavg_text()}")
         if budgets:
             for srv in servers.values():
                 srv.stop()

@@ -28,6 +28,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Sequence
 
+from stagevar_bench.machine import proc_cpu_ns, this_thread_cpu_ns
 from stagevar_bench.pipeline_client import (PipelineClient, PipelineResult, WindowHook, build_batches,
                                              preload, run_together)
 from stagevar_bench.servers import LOOPBACK, MemcachedServer, build_dir, stop_all
@@ -52,23 +53,6 @@ def loadgen_binary() -> Path:
     return Path(env) if env else build_dir().parent / "bench" / "loadgen" / "loadgen"
 
 
-def cpu_ns(pid: int, thread_name: str | None = None) -> int:
-    """CPU time, user and system, in ns, of every thread of `pid`, or only
-    of those named `thread_name` (WORKER_THREAD: memcached's workers)."""
-    total = 0
-    for task in Path(f"/proc/{pid}/task").iterdir():
-        try:
-            if thread_name is None or (task / "comm").read_text().strip() == thread_name:
-                total += int((task / "schedstat").read_text().split()[0])
-        except (OSError, IndexError, ValueError):
-            pass    # a thread that just exited
-    return total
-
-
-def this_thread_cpu_ns() -> int:
-    return int(Path("/proc/thread-self/schedstat").read_text().split()[0])
-
-
 def requests_served(port: int) -> int:
     with socket.create_connection((LOOPBACK, port), timeout=10) as s:
         s.sendall(b"stats\r\n")
@@ -90,13 +74,13 @@ def run_load(binary: Path, options: Sequence[str], cpus: tuple[int, int],
         assert server.proc is not None
         with tempfile.TemporaryDirectory(prefix="stagevar-load-") as tmp:
             report = Path(tmp) / "load.json"
-            served, cpu = requests_served(server.port), cpu_ns(server.proc.pid)
+            served, cpu = requests_served(server.port), proc_cpu_ns(server.proc.pid)
             subprocess.run([str(loadgen_binary()), "-p", str(server.port), "-r", str(rate),
                             "-d", f"{duration_s}s", "-w", "1s", "-a", "exp", "-c", "4",
                             "--keys", "1000", "--preload", "--get-ratio", "0.9",
                             "--cpus", str(client_cpu), "--json", str(report), "-q"],
                            check=True, timeout=duration_s + 60)
-            cpu = cpu_ns(server.proc.pid) - cpu
+            cpu = proc_cpu_ns(server.proc.pid) - cpu
             served = requests_served(server.port) - served - 1   # not our own stats
             result = json.loads(report.read_text())
     latency = result["latency_scheduled"]
@@ -138,12 +122,12 @@ class _CpuWindow(WindowHook):
         self.client = self.wall = 0
 
     def begin(self) -> None:
-        self.workers = [-cpu_ns(pid, WORKER_THREAD) for pid in self.server_pids]
+        self.workers = [-proc_cpu_ns(pid, WORKER_THREAD) for pid in self.server_pids]
         self.client = -this_thread_cpu_ns()
         self.wall = -time.monotonic_ns()
 
     def end(self) -> None:
-        self.workers = [w + cpu_ns(pid, WORKER_THREAD) for w, pid in zip(self.workers, self.server_pids)]
+        self.workers = [w + proc_cpu_ns(pid, WORKER_THREAD) for w, pid in zip(self.workers, self.server_pids)]
         self.client += this_thread_cpu_ns()
         self.wall += time.monotonic_ns()
 
