@@ -54,19 +54,13 @@ from typing import Any, Callable
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+from stagevar_bench.machine import loadavg_text, proc_user_sys_s  # noqa: E402
 from stagevar_bench.servers import (REPO, MemcachedServer, build_binary, free_port,  # noqa: E402
                                     stop_process, wait_for_port)
 
 LOADGEN = Path(os.environ.get("STAGEVAR_LOADGEN", REPO / "bench" / "loadgen" / "loadgen"))
 STUB = Path(os.environ.get("STAGEVAR_STUB_SERVER", REPO / "bench" / "loadgen" / "stub-server"))
 STEP = 1.25
-
-
-def cpu_seconds(pid: int) -> tuple[float, float]:
-    """(user, system) CPU seconds of a process."""
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    tick = os.sysconf("SC_CLK_TCK")
-    return int(fields[11]) / tick, int(fields[12]) / tick
 
 
 class Target:
@@ -100,9 +94,9 @@ def run(args: argparse.Namespace, loadgen: Path, target: Target, rate: float, ar
 def server_cpu_between(pid: int, t0: float, t1: float) -> tuple[float, float]:
     """(total, system) CPU of `pid` from monotonic time t0 to t1, in cores."""
     time.sleep(max(0.0, t0 - time.monotonic()))
-    user0, sys0, a = *cpu_seconds(pid), time.monotonic()
+    user0, sys0, a = *proc_user_sys_s(pid), time.monotonic()
     time.sleep(max(0.0, t1 - time.monotonic()))
-    user1, sys1, b = *cpu_seconds(pid), time.monotonic()
+    user1, sys1, b = *proc_user_sys_s(pid), time.monotonic()
     return (user1 - user0 + sys1 - sys0) / (b - a), (sys1 - sys0) / (b - a)
 
 
@@ -183,10 +177,6 @@ def machine_floor(cpu: int, seconds: float = 2.0) -> tuple[float, float]:
         late.append(gaps[gi][1] - due if gi < len(gaps) and gaps[gi][0] < due else 0)
     late.sort()
     return late[len(late) // 2], late[int(len(late) * 0.99)]
-
-
-def loadavg() -> str:
-    return " ".join(Path("/proc/loadavg").read_text().split()[:3])
 
 
 class StubServer:
@@ -285,7 +275,7 @@ def main() -> int:
     if args.repeats < 1 or args.duration <= 0 or args.warmup < 0 or args.start <= 0:
         print("bench-loadgen: --repeats, --duration and --start must be positive", file=sys.stderr)
         return 2
-    print(f"load average before: {loadavg()}")
+    print(f"load average before: {loadavg_text()}")
     floor = machine_floor(args.loadgen_cpu)
     print(f"machine floor on CPU {args.loadgen_cpu}: a perfect sender's schedule error would be "
           f"p50 {floor[0] / 1e3:.2f} us, p99 {floor[1] / 1e3:.2f} us (preemption, hypervisor)", flush=True)
@@ -301,7 +291,7 @@ def main() -> int:
                 prev = runs[name][-1]["cap"] if runs[name] else 0.0
                 runs[name].append(loadgen_side(args, binary, target, max(args.start, prev / STEP ** 3)))
                 print(f"repeat {i + 1}, {describe(name, runs[name][-1])}", flush=True)
-    print(f"load average after: {loadavg()}")
+    print(f"load average after: {loadavg_text()}")
     print(f"memcached worker (-t 1, gets of missing keys): about {mc_cap:.0f} req/s at 100% of a core "
           f"(median of {args.repeats}; who gave up: {', '.join(m[1] for m in mc)})")
     s = {name: summary(name, runs[name], mc_cap, mc_sys_us) for name in sides}

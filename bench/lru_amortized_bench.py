@@ -19,9 +19,11 @@ worker's wake-up delay) and tracing costs both the same:
    alternate thread/amortized --runs times; each run is --duration long
    after `stats reset`. Printed per cell: mean, p50, p90, p99, p99.9 of the
    latency from each request's scheduled send (loadgen's
-   latency_scheduled, in us) as the mean over runs with a 95% confidence
-   interval (Student t), the kernel_to_read variance (us^2), and the
-   amortized/thread ratio of the means of mean and p99.
+   latency_scheduled, in us) and the kernel_to_read variance (us^2), each
+   as the median over runs with a bootstrap 95% confidence interval, and
+   the amortized/thread ratios of the medians of mean, p99 and
+   kernel_to_read variance, each with a bootstrap 95% CI (the two sides'
+   runs resampled independently), as every stagevar benchmark reports.
 
 3. with --budget-sweep LIST instead: the smallest budget that keeps
    maintenance equal. For each budget, and for the thread side, a fresh
@@ -50,13 +52,15 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+from stagevar_bench.machine import loadavg_text  # noqa: E402
 from stagevar_bench.servers import LOOPBACK, REPO, MemcachedServer, build_binary  # noqa: E402
+from stagevar_bench.stats import bootstrap_ci, bootstrap_ratio_ci  # noqa: E402
 
 LOADGEN = Path(os.environ.get("STAGEVAR_LOADGEN", REPO / "bench" / "loadgen" / "loadgen"))
 ARRIVALS = {"det": "det", "exp": "exp", "pareto": "pareto:cv2=4"}
 QUANTILES = ("mean", "p50", "p90", "p99", "p999")
-# Student t, two-sided 95%, by degrees of freedom
-T95 = {1: 12.71, 2: 4.30, 3: 3.18, 4: 2.78, 5: 2.57, 6: 2.45, 7: 2.36, 8: 2.31, 9: 2.26}
+RATIOS = ("mean", "p99", "k2r_var")     # amortized/thread per cell
+COLUMN = 28                             # a median and its CI, with a space before
 
 
 def stats(port: int, kind: str = "") -> dict[str, str]:
@@ -124,26 +128,36 @@ def one_run(args: argparse.Namespace, port: int, rate: float, arrival: str) -> d
     return row
 
 
-def ci(values: list[float]) -> tuple[float, float]:
-    m = statistics.fmean(values)
-    if len(values) < 2:
-        return m, float("nan")
-    return m, T95.get(len(values) - 1, 1.96) * statistics.stdev(values) / len(values) ** 0.5
+def median_ci(values: list[float]) -> str:
+    """The median over runs [bootstrap 95% CI]."""
+    m = bootstrap_ci(values)
+    return f"{m.value:.1f} [{m.low:.1f}, {m.high:.1f}]"
+
+
+def ratio_of_medians(numerator: list[float], denominator: list[float]) -> str:
+    """median(numerator) / median(denominator) [bootstrap 95% CI]."""
+    r = bootstrap_ratio_ci(numerator, denominator)
+    return f"{r.value:.3f} [{r.low:.3f}, {r.high:.3f}]"
+
+
+def cell_lines(cell: str, rows: dict[str, list[dict[str, float]]]) -> list[str]:
+    """One cell's table: per side, each quantity's median over runs with
+    its CI; then the amortized/thread ratios of the medians."""
+    lines = ["", cell, "  side       " + "".join(f"{q + ' (us)':>{COLUMN}}" for q in QUANTILES)
+             + f"{'k2r var (us^2)':>{COLUMN}}"]
+    for side, runs in rows.items():
+        lines.append(f"  {side:<10} " + "".join(f" {median_ci([r[q] for r in runs]):>{COLUMN - 1}}"
+                                                for q in (*QUANTILES, "k2r_var")))
+    if "thread" in rows and "amortized" in rows:
+        amortized, thread = rows["amortized"], rows["thread"]
+        ratio = {q: ratio_of_medians([r[q] for r in amortized], [r[q] for r in thread]) for q in RATIOS}
+        lines.append(f"  amortized/thread, ratio of medians [95% CI]: mean {ratio['mean']}  "
+                     f"p99 {ratio['p99']}  kernel_to_read variance {ratio['k2r_var']}")
+    return lines
 
 
 def report(cell: str, rows: dict[str, list[dict[str, float]]]) -> None:
-    print(f"\n{cell}")
-    print("  side        " + "".join(f"{q + ' (us)':>20}" for q in QUANTILES) + f"{'k2r var (us^2)':>20}")
-    for side, runs in rows.items():
-        line = f"  {side:<11} "
-        for q in (*QUANTILES, "k2r_var"):
-            m, h = ci([r[q] for r in runs])
-            line += f"{m:>11.1f} ±{h:>7.1f}"
-        print(line)
-    t = {s: {q: statistics.fmean(r[q] for r in runs) for q in ("mean", "p99", "k2r_var")} for s, runs in rows.items()}
-    if "thread" in t and "amortized" in t:
-        print("  amortized/thread: mean %.3f  p99 %.3f  kernel_to_read variance %.3f" % tuple(
-            t["amortized"][q] / t["thread"][q] if t["thread"][q] else float("nan") for q in ("mean", "p99", "k2r_var")))
+    print("\n".join(cell_lines(cell, rows)))
 
 
 def maintenance(args: argparse.Namespace, options: str, rate: float) -> dict[str, float]:
@@ -236,8 +250,9 @@ def main() -> int:
         sat = saturation(args, servers["thread"].port)
         print(f"bench-lru: -t {args.threads}, server on CPU {args.server_cpu}, loadgen on CPU {args.loadgen_cpu}; "
               f"{args.keys} keys in -m {args.memory}; saturation (thread side, det) {sat:.0f} req/s; "
-              f"{args.runs} runs of {args.duration:g} s per cell; budget {args.budget} us; "
-              f"load average {Path('/proc/loadavg').read_text().split()[:3]}")
+              f"{args.runs} runs of {args.duration:g} s per cell, medians over runs "
+              f"[bootstrap 95% CI]; budget {args.budget} us; "
+              f"load average {loadavg_text()}")
         if budgets:
             for srv in servers.values():
                 srv.stop()

@@ -17,9 +17,10 @@ import json
 import shlex
 import sys
 from pathlib import Path
-from typing import Any, NoReturn, Sequence
+from typing import Any, Callable, NoReturn, Sequence, TypeVar
 
 PROG = "stagevar"
+Number = TypeVar("Number", int, float)
 
 
 class CliError(Exception):
@@ -77,24 +78,28 @@ def cpu_list(text: str) -> str:
     return text
 
 
-def runs_count(text: str) -> int:
+def number_in_range(text: str, parse: Callable[[str], Number], in_range: Callable[[Number], bool],
+                    unparsable: str, out_of_range: str) -> Number:
+    """`text` parsed by `parse` and accepted by `in_range`, else one
+    ArgumentTypeError naming the value: `unparsable` or `out_of_range`,
+    formatted with {text} (as given) and, for the range, {value} (parsed)."""
     try:
-        n = int(text)
+        value = parse(text)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"bad run count {text!r}") from None
-    if not 2 <= n <= 30:
-        raise argparse.ArgumentTypeError(f"runs per cell must be 2..30, not {n}")
-    return n
+        raise argparse.ArgumentTypeError(unparsable.format(text=text)) from None
+    if not in_range(value):
+        raise argparse.ArgumentTypeError(out_of_range.format(text=text, value=value))
+    return value
+
+
+def runs_count(text: str) -> int:
+    return number_in_range(text, int, lambda n: 2 <= n <= 30,
+                           "bad run count {text!r}", "runs per cell must be 2..30, not {value}")
 
 
 def conf_level(text: str) -> float:
-    try:
-        c = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"bad confidence {text!r}") from None
-    if not 0.5 <= c < 1:
-        raise argparse.ArgumentTypeError(f"confidence must be in [0.5, 1), not {text!r}")
-    return c
+    return number_in_range(text, float, lambda c: 0.5 <= c < 1,
+                           "bad confidence {text!r}", "confidence must be in [0.5, 1), not {text!r}")
 
 
 def keyed(text: str) -> tuple[str, str]:

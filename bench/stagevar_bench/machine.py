@@ -1,5 +1,6 @@
 """What a result needs to be re-read later: the machine, the software and
-the processes' CPU time, read from /proc, /sys and the built binaries."""
+the processes' CPU time, read from /proc, /sys and the built binaries.
+Every bench module reads CPU time and the load average through here."""
 from __future__ import annotations
 
 import os
@@ -14,9 +15,14 @@ from stagevar_bench.servers import REPO, build_binary
 CLK_TCK = os.sysconf("SC_CLK_TCK")
 
 
+def loadavg_text() -> str:
+    """The 1, 5 and 15 minute load averages as /proc/loadavg has them."""
+    return " ".join(Path("/proc/loadavg").read_text().split()[:3])
+
+
 def loadavg() -> list[float]:
     try:
-        return [float(x) for x in Path("/proc/loadavg").read_text().split()[:3]]
+        return [float(x) for x in loadavg_text().split()]
     except OSError:
         return []
 
@@ -97,11 +103,24 @@ def metadata() -> dict[str, Any]:
     }
 
 
+def stat_user_sys_s(stat: Path) -> tuple[float, float]:
+    """(utime, stime) in seconds from a /proc stat file: a process's (all
+    its threads) or one thread's (/proc/PID/task/TID/stat). Clock ticks:
+    for ns resolution see schedstat_ns."""
+    # comm, in parentheses, may hold spaces: the fields follow the last ')'
+    fields = stat.read_text().rsplit(")", 1)[1].split()
+    return int(fields[11]) / CLK_TCK, int(fields[12]) / CLK_TCK
+
+
+def proc_user_sys_s(pid: int) -> tuple[float, float]:
+    """(user, system) CPU seconds of a process, all its threads."""
+    return stat_user_sys_s(Path(f"/proc/{pid}/stat"))
+
+
 def proc_cpu_s(pid: int) -> float:
-    """utime + stime of a process (all its threads), seconds."""
+    """utime + stime of a process (all its threads), seconds; 0 if it is gone."""
     try:
-        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-        return (int(fields[11]) + int(fields[12])) / CLK_TCK
+        return sum(proc_user_sys_s(pid))
     except (OSError, IndexError, ValueError):
         return 0.0
 
@@ -128,11 +147,34 @@ def thread_cpu_s(pid: int) -> dict[str, float]:
     for task in Path(f"/proc/{pid}/task").glob("*"):
         try:
             name = (task / "comm").read_text().strip()
-            fields = (task / "stat").read_text().rsplit(")", 1)[1].split()
+            user, system = stat_user_sys_s(task / "stat")
         except OSError:
             continue
-        out[name] = out.get(name, 0.0) + (int(fields[11]) + int(fields[12])) / CLK_TCK
+        out[name] = out.get(name, 0.0) + user + system
     return out
+
+
+def schedstat_ns(schedstat: Path) -> int:
+    """Time spent on a CPU, in ns, from a thread's /proc schedstat file."""
+    return int(schedstat.read_text().split()[0])
+
+
+def proc_cpu_ns(pid: int, thread_name: str | None = None) -> int:
+    """CPU time, user and system, in ns, of every thread of `pid`, or only
+    of those named `thread_name` (memcached's workers: mc-worker)."""
+    total = 0
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        try:
+            if thread_name is None or (task / "comm").read_text().strip() == thread_name:
+                total += schedstat_ns(task / "schedstat")
+        except (OSError, IndexError, ValueError):
+            pass    # a thread that just exited
+    return total
+
+
+def this_thread_cpu_ns() -> int:
+    """CPU time of the calling thread, in ns."""
+    return schedstat_ns(Path("/proc/thread-self/schedstat"))
 
 
 def parse_cpu_list(spec: str) -> list[int]:

@@ -74,16 +74,25 @@ def wait_for_port(port: int, proc: subprocess.Popen[bytes], timeout: float,
     raise ServerError(f"not listening on port {port} after {timeout:.0f} s")
 
 
-def stop_process(proc: subprocess.Popen[bytes], timeout: float = STOP_TIMEOUT_S) -> None:
-    """SIGTERM, then SIGKILL if it has not exited within `timeout`."""
-    if proc.poll() is not None:
-        return
-    proc.send_signal(signal.SIGTERM)
+def signal_stop(proc: subprocess.Popen[bytes]) -> None:
+    """SIGTERM, unless it has exited already; returns at once."""
+    if proc.poll() is None:
+        proc.send_signal(signal.SIGTERM)
+
+
+def wait_stopped(proc: subprocess.Popen[bytes], timeout: float = STOP_TIMEOUT_S) -> None:
+    """Wait for its exit, SIGKILL if that takes longer than `timeout`."""
     try:
         proc.wait(timeout=timeout)
     except subprocess.TimeoutExpired:
         proc.kill()
         proc.wait(timeout=timeout)
+
+
+def stop_process(proc: subprocess.Popen[bytes], timeout: float = STOP_TIMEOUT_S) -> None:
+    """SIGTERM, then SIGKILL if it has not exited within `timeout`."""
+    signal_stop(proc)
+    wait_stopped(proc, timeout)
 
 
 def tail(path: Path, lines: int = 20) -> str:
@@ -126,17 +135,37 @@ class MemcachedServer:
             raise ServerError(f"memcached {' '.join(self.command())}: {e}\n{tail(self._log)}") from None
         return self
 
-    def stop(self) -> None:
+    def signal_stop(self) -> None:
+        """Ask it to exit (SIGTERM) without waiting: see stop_all."""
         if self.proc is not None:
-            stop_process(self.proc)
+            signal_stop(self.proc)
+
+    def wait_stopped(self) -> None:
+        """Wait for the exit signal_stop asked for (SIGKILL after a bound),
+        then remove the log."""
+        if self.proc is not None:
+            wait_stopped(self.proc)
         if self._log is not None:
             self._log.unlink(missing_ok=True)
+
+    def stop(self) -> None:
+        self.signal_stop()
+        self.wait_stopped()
 
     def __enter__(self) -> "MemcachedServer":
         return self.start()
 
     def __exit__(self, *exc: object) -> None:
         self.stop()
+
+
+def stop_all(servers: Sequence[MemcachedServer]) -> None:
+    """Stop every server, signalling all before waiting for any, so that
+    their exits (~1 s each for memcached) overlap."""
+    for server in servers:
+        server.signal_stop()
+    for server in servers:
+        server.wait_stopped()
 
 
 HTTPD_CONF = """\

@@ -37,6 +37,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Sequence
 
+from stagevar_bench.machine import loadavg_text
 from stagevar_bench.memcache_client import read_until
 from stagevar_bench.servers import LOOPBACK, REPO, MemcachedServer, build_binary
 
@@ -85,11 +86,6 @@ def vm_rss_kb(pid: int) -> int:
             if line.startswith("VmRSS:"):
                 return int(line.split()[1])
     raise SoakError(f"/proc/{pid}/status has no VmRSS line")
-
-
-def loadavg() -> str:
-    with open("/proc/loadavg") as f:
-        return " ".join(f.read().split()[:3])
 
 
 @dataclass
@@ -300,7 +296,7 @@ def exercised(side: Side) -> tuple[int, int]:
 
 
 def soak(args: argparse.Namespace) -> int:
-    load_before = loadavg()
+    load_before = loadavg_text()
     print(f"soak: {args.duration:.0f} s, {args.rate} req/s per side, -m {args.memory} -t {args.threads}, "
           f"fork {' '.join(FORK_OPTIONS)} vs stock; loadavg {load_before}", flush=True)
     with tempfile.TemporaryDirectory(prefix="stagevar-soak-") as tmp:
@@ -322,7 +318,7 @@ def soak(args: argparse.Namespace) -> int:
     print(f"RSS growth after warm-up ({warmup_s:.0f} s): fork {fmt_pct(growth['fork'])}, "
           f"stock {fmt_pct(stock_growth)}; final RSS fork/stock "
           f"{sides[0].samples[-1]['rss_kb'] / sides[1].samples[-1]['rss_kb']:.3f}")
-    load_after = loadavg()
+    load_after = loadavg_text()
     print(f"loadavg before {load_before}, after {load_after}")
     for ok, line in lines:
         print(line)

@@ -108,6 +108,7 @@ SAMPLE_MAX = 1000000     # memcached's own limit for stage_trace_sample
 SIDE_KEYS = ("stock", "off", "on", "sampled")
 SCHEDULES = ("together", "alternate")
 ROUNDS = {"together": 12, "alternate": 8}     # (c)'s default rounds per schedule
+TOGETHER_BUSY_MIN = 0.90     # the two workers' summed share of the server CPU
 
 
 def sides(sample: int, keys: Sequence[str] = SIDE_KEYS) -> tuple[Side, ...]:
@@ -286,9 +287,6 @@ def together_part(all_sides: tuple[Side, ...], rounds: int, seconds: float,
         if busy < TOGETHER_BUSY_MIN:
             print(f"  warning: {name} and stock's workers together were busy only {100 * busy:.0f}% "
                   f"of the time: not saturated, the ratios measure the client or the machine too")
-
-
-TOGETHER_BUSY_MIN = 0.90     # the two workers' summed share of the server CPU
 
 
 def together_runs(all_sides: tuple[Side, ...], rounds: int, seconds: float,

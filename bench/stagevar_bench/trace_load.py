@@ -28,9 +28,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Sequence
 
+from stagevar_bench.machine import proc_cpu_ns, this_thread_cpu_ns
 from stagevar_bench.pipeline_client import (PipelineClient, PipelineResult, WindowHook, build_batches,
                                              preload, run_together)
-from stagevar_bench.servers import LOOPBACK, MemcachedServer, build_dir
+from stagevar_bench.servers import LOOPBACK, MemcachedServer, build_dir, stop_all
 
 SATURATION_KEYS = 1000
 SATURATION_GET_RATIO = 0.9
@@ -50,23 +51,6 @@ def loadgen_binary() -> Path:
     """$STAGEVAR_LOADGEN, else the loadgen built next to the servers."""
     env = os.environ.get("STAGEVAR_LOADGEN")
     return Path(env) if env else build_dir().parent / "bench" / "loadgen" / "loadgen"
-
-
-def cpu_ns(pid: int, thread_name: str | None = None) -> int:
-    """CPU time, user and system, in ns, of every thread of `pid`, or only
-    of those named `thread_name` (WORKER_THREAD: memcached's workers)."""
-    total = 0
-    for task in Path(f"/proc/{pid}/task").iterdir():
-        try:
-            if thread_name is None or (task / "comm").read_text().strip() == thread_name:
-                total += int((task / "schedstat").read_text().split()[0])
-        except (OSError, IndexError, ValueError):
-            pass    # a thread that just exited
-    return total
-
-
-def this_thread_cpu_ns() -> int:
-    return int(Path("/proc/thread-self/schedstat").read_text().split()[0])
 
 
 def requests_served(port: int) -> int:
@@ -90,13 +74,13 @@ def run_load(binary: Path, options: Sequence[str], cpus: tuple[int, int],
         assert server.proc is not None
         with tempfile.TemporaryDirectory(prefix="stagevar-load-") as tmp:
             report = Path(tmp) / "load.json"
-            served, cpu = requests_served(server.port), cpu_ns(server.proc.pid)
+            served, cpu = requests_served(server.port), proc_cpu_ns(server.proc.pid)
             subprocess.run([str(loadgen_binary()), "-p", str(server.port), "-r", str(rate),
                             "-d", f"{duration_s}s", "-w", "1s", "-a", "exp", "-c", "4",
                             "--keys", "1000", "--preload", "--get-ratio", "0.9",
                             "--cpus", str(client_cpu), "--json", str(report), "-q"],
                            check=True, timeout=duration_s + 60)
-            cpu = cpu_ns(server.proc.pid) - cpu
+            cpu = proc_cpu_ns(server.proc.pid) - cpu
             served = requests_served(server.port) - served - 1   # not our own stats
             result = json.loads(report.read_text())
     latency = result["latency_scheduled"]
@@ -138,12 +122,12 @@ class _CpuWindow(WindowHook):
         self.client = self.wall = 0
 
     def begin(self) -> None:
-        self.workers = [-cpu_ns(pid, WORKER_THREAD) for pid in self.server_pids]
+        self.workers = [-proc_cpu_ns(pid, WORKER_THREAD) for pid in self.server_pids]
         self.client = -this_thread_cpu_ns()
         self.wall = -time.monotonic_ns()
 
     def end(self) -> None:
-        self.workers = [w + cpu_ns(pid, WORKER_THREAD) for w, pid in zip(self.workers, self.server_pids)]
+        self.workers = [w + proc_cpu_ns(pid, WORKER_THREAD) for w, pid in zip(self.workers, self.server_pids)]
         self.client += this_thread_cpu_ns()
         self.wall += time.monotonic_ns()
 
@@ -195,14 +179,6 @@ class SaturatedPair:
 Server = tuple[Path, Sequence[str]]     # a memcached binary and its options
 
 
-def terminate(servers: Sequence[MemcachedServer]) -> None:
-    """SIGTERM every server before the first stop() waits for its exit
-    (~1 s for memcached), so that their exits overlap."""
-    for server in servers:
-        if server.proc is not None and server.proc.poll() is None:
-            server.proc.terminate()
-
-
 def run_saturated_pair(base: Server, other: Server, cpus: tuple[int, int], seconds: float,
                        shape: Pipeline, other_first: bool) -> SaturatedPair:
     """Two memcached -t 1, `base` and `other`, both on cpus[0] at the same
@@ -224,9 +200,10 @@ def run_saturated_servers(servers: Sequence[Server], cpus: tuple[int, int], seco
     allowed = os.sched_getaffinity(0)
     batches = build_batches(shape.batch, SATURATION_KEYS, SATURATION_GET_RATIO, seed=1)
     with contextlib.ExitStack() as stack:
-        running = [stack.enter_context(saturating_server(binary, options, server_cpu))
-                   for binary, options in servers]
-        stack.callback(terminate, running)
+        running: list[MemcachedServer] = []
+        stack.callback(stop_all, running)
+        for binary, options in servers:     # a server that fails to start stops itself
+            running.append(saturating_server(binary, options, server_cpu).start())
         for server in running:
             preload(LOOPBACK, server.port, SATURATION_KEYS)
         pids = [server.proc.pid for server in running if server.proc is not None]

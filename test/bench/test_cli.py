@@ -2,16 +2,19 @@
 and report work from a results file without re-running anything."""
 from __future__ import annotations
 
+import argparse
 import copy
 import gzip
 import json
 import subprocess
 import sys
 from pathlib import Path
+from typing import Callable
 
 import numpy as np
 import pytest
 
+from stagevar_bench.cli import conf_level, runs_count
 from stagevar_bench.experiment import FORMAT, load_results, save_results
 
 BENCH = Path(__file__).resolve().parents[2] / "bench"
@@ -42,6 +45,26 @@ def test_bad_input_is_one_line_naming_the_value(args: list[str], named: str) -> 
     lines = out.stderr.strip().splitlines()
     assert len(lines) == 1, out.stderr
     assert lines[0].startswith("stagevar: error:") and named in lines[0], lines[0]
+
+
+@pytest.mark.parametrize("check,text,message", [
+    (runs_count, "many", "bad run count 'many'"),
+    (runs_count, "1", "runs per cell must be 2..30, not 1"),
+    (runs_count, "50", "runs per cell must be 2..30, not 50"),     # quoted in README.md
+    (conf_level, "high", "bad confidence 'high'"),
+    (conf_level, "0.4", "confidence must be in [0.5, 1), not '0.4'"),
+    (conf_level, "1", "confidence must be in [0.5, 1), not '1'"),
+])
+def test_number_options_name_the_bad_value(check: Callable[[str], float], text: str, message: str) -> None:
+    with pytest.raises(argparse.ArgumentTypeError) as error:
+        check(text)
+    assert str(error.value) == message
+
+
+def test_number_options_take_their_range_inclusive_where_documented() -> None:
+    assert (runs_count("2"), runs_count("30")) == (2, 30)
+    assert (conf_level("0.5"), conf_level("0.99")) == (0.5, 0.99)
+    assert isinstance(runs_count("5"), int)
 
 
 def test_not_a_results_file(tmp_path: Path) -> None:

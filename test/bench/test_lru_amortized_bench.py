@@ -1,0 +1,46 @@
+"""make bench-lru's per-cell summary: medians over runs with bootstrap
+CIs, and amortized/thread ratios of the medians."""
+from __future__ import annotations
+
+import re
+
+import lru_amortized_bench
+
+QUANTITIES = (*lru_amortized_bench.QUANTILES, "k2r_var")
+NUMBER = r"(-?[\d.]+|nan|inf)"
+MEDIAN_CI = re.compile(rf"{NUMBER} \[{NUMBER}, {NUMBER}\]")
+
+
+def runs(values: list[float]) -> list[dict[str, float]]:
+    """One row per run, every quantity set to that run's value."""
+    return [{q: v for q in QUANTITIES} for v in values]
+
+
+def test_a_cell_shows_medians_not_means_with_their_ci() -> None:
+    # One run of five in overload: the mean (29.2) would hide the other four.
+    thread = [10.0, 11.0, 12.0, 13.0, 100.0]
+    lines = lru_amortized_bench.cell_lines("det arrivals", {"thread": runs(thread)})
+    row = lines[3]
+    assert row.split()[0] == "thread"
+    cells = MEDIAN_CI.findall(row)
+    assert len(cells) == len(QUANTITIES)
+    for value, low, high in cells:
+        assert float(value) == 12.0
+        assert 10.0 <= float(low) <= 12.0 <= float(high) <= 100.0
+
+
+def test_ratios_are_of_the_medians() -> None:
+    lines = lru_amortized_bench.cell_lines("exp arrivals", {"thread": runs([10.0, 11.0, 12.0, 13.0, 100.0]),
+                                                            "amortized": runs([6.0, 6.0, 6.0, 6.0, 6.0])})
+    ratio = lines[-1]
+    assert ratio.startswith("  amortized/thread, ratio of medians [95% CI]:")
+    found = re.findall(rf"(mean|p99|variance) {MEDIAN_CI.pattern}", ratio)
+    assert [name for name, *_ in found] == ["mean", "p99", "variance"]
+    for _, value, low, high in found:
+        assert float(value) == 0.5
+        assert float(low) <= 0.5 <= float(high)
+
+
+def test_a_single_side_has_no_ratio_line() -> None:
+    lines = lru_amortized_bench.cell_lines("det", {"amortized": runs([1.0, 2.0])})
+    assert not any("ratio" in line for line in lines)

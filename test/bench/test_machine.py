@@ -1,0 +1,64 @@
+"""machine.py's /proc readers, the ones every bench module reads CPU time
+and the load average through: checked against this process itself and
+against the kernel's own interfaces (os.times, thread_time_ns, getloadavg)."""
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+
+from stagevar_bench import machine
+
+
+def burn(seconds: float) -> None:
+    """Spin on this thread's CPU for about `seconds` of CPU time."""
+    end = time.thread_time() + seconds
+    while time.thread_time() < end:
+        pass
+
+
+def test_stat_fields_are_found_after_a_comm_with_spaces_and_parentheses(tmp_path: Path) -> None:
+    stat = tmp_path / "stat"
+    ticks = machine.CLK_TCK
+    # pid (comm) state ppid pgrp session tty tpgid flags minflt cminflt majflt cmajflt utime stime ...
+    stat.write_text(f"42 (a (b) c) S 1 42 42 0 -1 4194560 10 0 0 0 {3 * ticks} {2 * ticks} 0 0 20 0 1\n")
+    assert machine.stat_user_sys_s(stat) == (3.0, 2.0)
+
+
+def test_process_cpu_time_matches_os_times() -> None:
+    burn(0.2)
+    user, system = machine.proc_user_sys_s(os.getpid())
+    times = os.times()
+    tick = 1 / machine.CLK_TCK
+    assert abs(user - times.user) <= 2 * tick and abs(system - times.system) <= 2 * tick
+    assert abs(machine.proc_cpu_s(os.getpid()) - (user + system)) <= 2 * tick
+
+
+def test_a_gone_process_has_no_cpu_time() -> None:
+    assert machine.proc_cpu_s(2 ** 22 + 1) == 0.0     # above pid_max's ceiling
+
+
+def test_this_thread_cpu_ns_is_the_thread_cpu_clock() -> None:
+    burn(0.05)
+    before = time.thread_time_ns()
+    mine = machine.this_thread_cpu_ns()
+    after = time.thread_time_ns()
+    # Both are the kernel's sum_exec_runtime; the /proc copy may lag a tick.
+    assert before - 10_000_000 <= mine <= after
+
+
+def test_proc_cpu_ns_sums_threads_and_filters_by_name() -> None:
+    pid = os.getpid()
+    before = machine.proc_cpu_ns(pid)
+    burn(0.1)
+    assert machine.proc_cpu_ns(pid) - before >= 90_000_000
+    name = Path("/proc/thread-self/comm").read_text().strip()
+    assert machine.proc_cpu_ns(pid, name) >= machine.this_thread_cpu_ns() - 1_000_000
+    assert machine.proc_cpu_ns(pid, "no-such-thread") == 0
+
+
+def test_loadavg_text_is_the_three_load_averages() -> None:
+    fields = machine.loadavg_text().split()
+    assert len(fields) == 3
+    assert all(abs(float(f) - g) < 0.5 for f, g in zip(fields, os.getloadavg()))
+    assert len(machine.loadavg()) == 3
