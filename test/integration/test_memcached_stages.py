@@ -14,7 +14,7 @@ from pymemcache.client.base import Client
 
 from conftest import binary_or_skip
 from stagevar_bench.servers import LOOPBACK, MemcachedServer
-from stagevar_bench.trace_load import cpu_ns
+from stagevar_bench.machine import proc_cpu_ns
 
 REQUEST_STAGES = ("kernel_to_read", "read_to_parse", "parse_to_response",
                   "response_to_send", "server_total")
@@ -177,9 +177,9 @@ def test_a_client_that_stops_reading_shows_its_hold_and_loses_no_request(
     with socket.create_connection((LOOPBACK, traced.port), timeout=5) as s:
         s.sendall(b"get v\r\n" * k)
         time.sleep(0.1)                 # the server fills the window, then waits
-        cpu_before = cpu_ns(traced.proc.pid)
+        cpu_before = proc_cpu_ns(traced.proc.pid)
         time.sleep(hold_s)
-        waiting_cpu_s = (cpu_ns(traced.proc.pid) - cpu_before) / 1e9
+        waiting_cpu_s = (proc_cpu_ns(traced.proc.pid) - cpu_before) / 1e9
         reply = b""
         while reply.count(b"END\r\n") < k:
             chunk = s.recv(1 << 20)
