@@ -65,6 +65,8 @@ typedef struct {
 int lg_ttl_parse(const char *spec, lg_ttl *t, char *err);
 
 #define LG_MAX_MULTIGET 64
+/* Zipf keeps an exact inverse-CDF table, 8 bytes a key: 1 GiB at most. */
+#define LG_MAX_ZIPF_KEYS (1u << 27)
 #define LG_MAX_KEY 250
 
 typedef struct {

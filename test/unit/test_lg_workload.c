@@ -277,3 +277,16 @@ Test(keys, names_match_the_printf_format)
         }
     }
 }
+
+/* Zipf's table takes 8 bytes a key: a key count past the cap is refused
+ * with its value named, before anything is allocated (the fuzzer once
+ * asked for 645,555,003 keys: a 5 GB table). */
+Test(popularity, zipf_refuses_more_keys_than_its_table_may_hold)
+{
+    char err[LG_ERRLEN] = "";
+    lg_popularity p;
+
+    cr_assert_eq(lg_pop_parse("zipf:0.9", &p, err), 0, "%s", err);
+    cr_assert_eq(lg_pop_init(&p, (uint64_t)LG_MAX_ZIPF_KEYS + 1, err), -1);
+    cr_assert(strstr(err, "134217729") != NULL, "%s", err);
+}
