@@ -6,12 +6,12 @@ Setup (the reference paper's low-throughput case on a 2-core machine):
 memcached with -t 1 (or --threads) and all its threads on CPU 0, the
 open-loop load generator on CPU 1; 90% gets / 10% sets, 20-byte keys,
 50-byte values, more keys than fit in -m, so items are evicted and the
-maintainer has segments to juggle. Both sides are the fork with
--o stage_trace, so `stats stages` gives each side's kernel_to_read (the
-worker's wake-up delay) and tracing costs both the same:
+maintainer has segments to juggle. Both sides are the fork tracing
+every request (TRACE), so `stats stages` gives each side's kernel_to_read
+(the worker's wake-up delay) and tracing costs both the same:
 
-    thread     -o stage_trace                         (the stock maintainer)
-    amortized  -o stage_trace,lru_amortized_budget_us=N
+    thread     -o stage_trace,stage_trace_sample=1    (the stock maintainer)
+    amortized  -o stage_trace,stage_trace_sample=1,lru_amortized_budget_us=N
 
 1. saturation: the highest deterministic rate the thread side sustains
    (replies >= 99% of offered, nothing lost), by ramp and bisection;
@@ -61,6 +61,7 @@ ARRIVALS = {"det": "det", "exp": "exp", "pareto": "pareto:cv2=4"}
 QUANTILES = ("mean", "p50", "p90", "p99", "p999")
 RATIOS = ("mean", "p99", "k2r_var")     # amortized/thread per cell
 COLUMN = 28                             # a median and its CI, with a space before
+TRACE = "stage_trace,stage_trace_sample=1"   # every request: cells count each one
 
 
 def stats(port: int, kind: str = "") -> dict[str, str]:
@@ -181,13 +182,13 @@ def maintenance(args: argparse.Namespace, options: str, rate: float) -> dict[str
 
 
 def budget_sweep(args: argparse.Namespace, budgets: list[int], rate: float) -> None:
-    base = maintenance(args, "stage_trace", rate)
+    base = maintenance(args, TRACE, rate)
     print(f"\nmaintenance at {rate:.0f} req/s (det), median of {args.runs} fresh servers each")
     print(f"  {'side':<16}{'hit ratio (%)':>15}{'moves':>10}{'evictions':>11}  equal to thread?")
     print(f"  {'thread':<16}{base['hit_ratio']:>15.2f}{base['moves']:>10.0f}{base['evictions']:>11.0f}")
     smallest = None
     for budget in budgets:
-        m = maintenance(args, f"stage_trace,lru_amortized_budget_us={budget}", rate)
+        m = maintenance(args, f"{TRACE},lru_amortized_budget_us={budget}", rate)
         equal = (abs(m["hit_ratio"] - base["hit_ratio"]) <= 1.0
                  and abs(m["moves"] - base["moves"]) <= 0.1 * max(1.0, base["moves"]))
         if equal and smallest is None:
@@ -242,7 +243,7 @@ def main() -> int:
         print(f"bench-lru: --budget-sweep takes positive integers like 1,2,5,10, not '{args.budget_sweep}'",
               file=sys.stderr)
         return 1
-    sides = {"thread": "stage_trace", "amortized": f"stage_trace,lru_amortized_budget_us={args.budget}"}
+    sides = {"thread": TRACE, "amortized": f"{TRACE},lru_amortized_budget_us={args.budget}"}
     servers = {name: server(args, opts).start() for name, opts in sides.items()}
     try:
         for s in servers.values():     # fill: every key once, then evictions

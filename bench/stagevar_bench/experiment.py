@@ -128,6 +128,11 @@ class Design:
 
 # ------------------------------------------------------------------ a run
 
+# Every request traced: runs last seconds, and the server's default (one
+# read in 256) would leave a profile a few dozen requests to rank by.
+MEMCACHED_TRACE = "stage_trace,stage_trace_sample=1"
+
+
 def taskset(cpus: str | None) -> list[str]:
     return ["taskset", "-c", cpus] if cpus else []
 
@@ -203,7 +208,7 @@ def run_one(design: Design, level: Level, load: float, arrival: str, rep: int, s
         json_path = os.path.join(tmp, "loadgen.json")
         server: MemcachedServer | HttpdServer
         if design.server == "memcached":
-            args = [*design.server_args, *level.server_args, *(["-o", "stage_trace"] if trace else [])]
+            args = [*design.server_args, *level.server_args, *(["-o", MEMCACHED_TRACE] if trace else [])]
             server = MemcachedServer(binary, args=args, wrap=wrap, host=target.host, netns=target.client_netns)
         else:
             server = HttpdServer(binary, extra_conf=httpd_conf(design, level, target.client_addr),

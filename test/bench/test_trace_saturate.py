@@ -54,10 +54,10 @@ def test_batches_hold_the_requested_mix() -> None:
     assert count_replies(b"VALUE key1 0 2\r\nvv\r\nEND\r\nSTORED\r\nEND\r\n") == 3
 
 
-ROW = re.compile(r"^  (stock|fork, tracing off|fork, -o stage_trace|fork, trace 1 read in 8)\s+"
+ROW = re.compile(r"^  (stock|fork, tracing off|fork, -o stage_trace|fork, every request|fork, trace 1 read in 8)\s+"
                  r"(\d+)\s+(1|\d\.\d{4} \[\d\.\d{4} \.\. \d\.\d{4}\] \([+-]\d+\.\d\d%\))\s+"
                  r"(\d+\.\d)% +(\d+\.\d)% +(\d+\.\d\d) +(\d+\.\d\d)$")
-CPU_ROW = re.compile(r"^  (stock|fork, tracing off|fork, -o stage_trace|fork, trace 1 read in 8)\s+"
+CPU_ROW = re.compile(r"^  (stock|fork, tracing off|fork, -o stage_trace|fork, every request|fork, trace 1 read in 8)\s+"
                      r"(\d+)  (1|\d\.\d{4} \[\d\.\d{4} \.\. \d\.\d{4}\] \([+-]\d+\.\d\d%\))$")
 
 
@@ -88,7 +88,7 @@ def test_a_short_run_prints_every_side() -> None:
                                f"on CPU {cpus[0]} (2 connections x 2 batches of 8 requests"), lines[0]
     rows = [m for m in map(ROW.match, lines) if m]
     assert [m.group(1) for m in rows] == ["stock", "fork, tracing off", "fork, -o stage_trace",
-                                          "fork, trace 1 read in 8"], stdout
+                                          "fork, every request"], stdout
     for m in rows:
         assert int(m.group(2)) > 1000, m.group(0)                   # it really served requests
         assert 0 < float(m.group(4)) <= 110 and 0 < float(m.group(5)) <= 110, m.group(0)

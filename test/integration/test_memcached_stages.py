@@ -21,13 +21,18 @@ REQUEST_STAGES = ("kernel_to_read", "read_to_parse", "parse_to_response",
 PARTS = REQUEST_STAGES[:4]
 
 
+# Tracing every request (the default traces one read in 256): the tests
+# that count requests need each one traced.
+EVERY = "stage_trace,stage_trace_sample=1"
+
+
 def start(*options: str) -> MemcachedServer:
     return MemcachedServer(binary_or_skip("fork", "memcached"), args=list(options)).start()
 
 
 @pytest.fixture
 def traced() -> Iterator[MemcachedServer]:
-    server = start("-o", "stage_trace")
+    server = start("-o", EVERY)
     yield server
     server.stop()
 
@@ -301,7 +306,7 @@ def test_a_stalled_server_shows_in_kernel_to_read_only(traced: MemcachedServer) 
 
 
 def test_without_kernel_timestamps_the_kernel_stages_are_missing() -> None:
-    server = start("-o", "stage_trace,stage_trace_kernel=0")
+    server = start("-o", f"{EVERY},stage_trace_kernel=0")
     try:
         reset(server)
         c = client(server)
@@ -334,7 +339,7 @@ def test_settings_show_the_options(traced: MemcachedServer) -> None:
 
 
 def test_reset_clears_every_worker() -> None:
-    server = start("-t", "4", "-o", "stage_trace")
+    server = start("-t", "4", "-o", EVERY)
     try:
         clients = [client(server) for _ in range(8)]   # spread over the workers
         for c in clients:
@@ -354,14 +359,15 @@ def gets_one_read_each(server: MemcachedServer, n: int) -> None:
         assert c.get("absent") is None
 
 
-@pytest.mark.parametrize("sample", [1, 4, 7])
-def test_a_sampled_server_traces_every_nth_read(sample: int) -> None:
-    """-o stage_trace_sample=N traces the requests of a worker's reads 1,
-    N+1, 2N+1, ... exactly; the others are not counted at all, and the
-    traced ones still get their kernel timestamps."""
-    server = start("-t", "1", "-o", f"stage_trace,stage_trace_sample={sample}")
+@pytest.mark.parametrize("option,sample", [(",stage_trace_sample=1", 1), (",stage_trace_sample=4", 4),
+                                           (",stage_trace_sample=7", 7), ("", 256)])
+def test_a_sampled_server_traces_every_nth_read(option: str, sample: int) -> None:
+    """-o stage_trace_sample=N (default 256) traces the requests of a
+    worker's reads 1, N+1, 2N+1, ... exactly; the others are not counted
+    at all, and the traced ones still get their kernel timestamps."""
+    server = start("-t", "1", "-o", f"stage_trace{option}")
     try:
-        k = 40
+        k = max(40, sample + 44)                    # reads 1 and N+1 at least
         gets_one_read_each(server, k)
         traced = -(-k // sample)                    # reads 1, N+1, ... <= k
         stats = stages(server)                      # read k+1: traced after its reply
@@ -385,10 +391,11 @@ def test_a_sampled_server_traces_every_nth_read(sample: int) -> None:
         server.stop()
 
 
-def test_settings_show_the_sample_rate() -> None:
-    server = start("-o", "stage_trace,stage_trace_sample=64")
+@pytest.mark.parametrize("option,sample", [(",stage_trace_sample=64", 64), ("", 256)])
+def test_settings_show_the_sample_rate(option: str, sample: int) -> None:
+    server = start("-o", f"stage_trace{option}")
     try:
         settings = ask(server, b"stats settings\r\n").decode()
-        assert "STAT stage_trace_sample 64\r\n" in settings
+        assert f"STAT stage_trace_sample {sample}\r\n" in settings
     finally:
         server.stop()

@@ -99,7 +99,7 @@ def main() -> int:
         port = s.getsockname()[1]
     user = ["-u", "nobody"] if os.geteuid() == 0 else []
     server = subprocess.Popen([args.binary, *user, "-l", LOOPBACK, "-p", str(port), "-U", "0",
-                               "-t", "4", "-m", "8", "-c", "64", "-o", "stage_trace"])
+                               "-t", "4", "-m", "8", "-c", "64", "-o", "stage_trace,stage_trace_sample=1"])
     deadline = time.monotonic() + 60     # TSAN makes start-up slow
     while True:
         try:
