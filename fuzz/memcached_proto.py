@@ -2,7 +2,9 @@
 """Protocol fuzzer for the memcached fork: mutated raw protocol bytes
 (text, meta and binary, with `stats stages`, `stats reset`, `stats
 settings` and the other stats subcommands well represented) sent to the
-real server running with `-o stage_trace`.
+real server running with `-o stage_trace,stage_trace_sample=2` (traced
+and untraced reads alternate, so both paths of every hook see the
+mutated input).
 
 A libFuzzer harness around memcached's command dispatcher would have to
 link memcached's objects and fake its event loop; this drives the real
@@ -238,7 +240,8 @@ def main() -> int:
     p.add_argument("--replay", help="send this one input and check the server")
     p.add_argument("--seconds", type=float, default=60, help="mutate for this long (0: seeds only)")
     p.add_argument("--seed", type=int, default=1)
-    p.add_argument("--options", default="stage_trace", help="the server's -o options")
+    p.add_argument("--options", default="stage_trace,stage_trace_sample=2",
+                   help="the server's -o options")
     p.add_argument("--crashes", default="fuzz-crashes", help="where failing inputs are saved")
     return run(p.parse_args())
 
