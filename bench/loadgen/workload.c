@@ -190,12 +190,12 @@ int lg_pop_init(lg_popularity *p, uint64_t n, char *err)
     p->n = n;
     if (p->kind != LG_POP_ZIPF)
         return 0;
-    /* An exact inverse-CDF table: n doubles, searched in O(log n). */
     if (n > LG_MAX_ZIPF_KEYS) {
         snprintf(err, LG_ERRLEN, "zipf popularity takes at most %u keys (a table of 8 bytes a key), not %llu",
                  LG_MAX_ZIPF_KEYS, (unsigned long long)n);
         return -1;
     }
+    /* An exact inverse-CDF table: n doubles, searched in O(log n). */
     p->cdf = malloc(n * sizeof(double));
     if (!p->cdf) {
         snprintf(err, LG_ERRLEN, "no memory for a Zipf table of %llu keys", (unsigned long long)n);
