@@ -54,11 +54,11 @@ from typing import Any, Callable
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from stagevar_bench.machine import loadavg_text, proc_user_sys_s  # noqa: E402
+from stagevar_bench.machine import loadavg_text, loadgen_path, proc_user_sys_s  # noqa: E402
 from stagevar_bench.servers import (REPO, MemcachedServer, build_binary, free_port,  # noqa: E402
                                     stop_process, wait_for_port)
 
-LOADGEN = Path(os.environ.get("STAGEVAR_LOADGEN", REPO / "bench" / "loadgen" / "loadgen"))
+LOADGEN = loadgen_path()
 STUB = Path(os.environ.get("STAGEVAR_STUB_SERVER", REPO / "bench" / "loadgen" / "stub-server"))
 STEP = 1.25
 

@@ -41,7 +41,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import socket
 import statistics
 import subprocess
@@ -52,11 +51,11 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from stagevar_bench.machine import loadavg_text  # noqa: E402
-from stagevar_bench.servers import LOOPBACK, REPO, MemcachedServer, build_binary  # noqa: E402
+from stagevar_bench.machine import loadavg_text, loadgen_path  # noqa: E402
+from stagevar_bench.servers import LOOPBACK, MemcachedServer, build_binary  # noqa: E402
 from stagevar_bench.stats import bootstrap_ci, bootstrap_ratio_ci  # noqa: E402
 
-LOADGEN = Path(os.environ.get("STAGEVAR_LOADGEN", REPO / "bench" / "loadgen" / "loadgen"))
+LOADGEN = loadgen_path()
 ARRIVALS = {"det": "det", "exp": "exp", "pareto": "pareto:cv2=4"}
 QUANTILES = ("mean", "p50", "p90", "p99", "p999")
 RATIOS = ("mean", "p99", "k2r_var")     # amortized/thread per cell

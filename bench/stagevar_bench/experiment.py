@@ -21,8 +21,7 @@ from typing import Any, Callable, Iterator
 from stagevar_bench import machine
 from stagevar_bench.netns import NetnsPair
 from stagevar_bench.servers import LOOPBACK, HttpdServer, MemcachedServer, ServerError, build_binary
-from stagevar_bench.stages import (Stages, memcached_command, parse_memcached_stages,
-                                   read_httpd_stages, read_memcached_stages)
+from stagevar_bench.stages import Stages, memcached_command, read_httpd_stages, read_memcached_stages
 
 FORMAT = "stagevar-results/1"
 MAX_RUNS = 30

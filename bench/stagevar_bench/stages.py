@@ -125,7 +125,6 @@ def rank_stages(stages: Mapping[str, Mapping[str, float]]) -> list[RankedStage]:
         s = stages.get(name)
         if not s or not s.get("count"):
             continue
-        sd = float(s.get("stddev", 0.0))
         rows.append((name, s))
     total = sum(float(s.get("stddev", 0.0)) ** 2 for _, s in rows) or 1.0
     ranked = [RankedStage(name=name, count=float(s["count"]), mean_ns=float(s.get("mean", 0.0)),

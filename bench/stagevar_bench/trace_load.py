@@ -28,10 +28,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Sequence
 
-from stagevar_bench.machine import proc_cpu_ns, this_thread_cpu_ns
+from stagevar_bench.machine import loadgen_path, proc_cpu_ns, this_thread_cpu_ns
 from stagevar_bench.pipeline_client import (PipelineClient, PipelineResult, WindowHook, build_batches,
                                              preload, run_together)
-from stagevar_bench.servers import LOOPBACK, MemcachedServer, build_dir, stop_all
+from stagevar_bench.servers import LOOPBACK, MemcachedServer, stop_all
 
 SATURATION_KEYS = 1000
 SATURATION_GET_RATIO = 0.9
@@ -45,12 +45,6 @@ class LoadSample:
     p50_ns: float
     p99_ns: float
     achieved_rps: float
-
-
-def loadgen_binary() -> Path:
-    """$STAGEVAR_LOADGEN, else the loadgen built next to the servers."""
-    env = os.environ.get("STAGEVAR_LOADGEN")
-    return Path(env) if env else build_dir().parent / "bench" / "loadgen" / "loadgen"
 
 
 def requests_served(port: int) -> int:
@@ -75,7 +69,7 @@ def run_load(binary: Path, options: Sequence[str], cpus: tuple[int, int],
         with tempfile.TemporaryDirectory(prefix="stagevar-load-") as tmp:
             report = Path(tmp) / "load.json"
             served, cpu = requests_served(server.port), proc_cpu_ns(server.proc.pid)
-            subprocess.run([str(loadgen_binary()), "-p", str(server.port), "-r", str(rate),
+            subprocess.run([str(loadgen_path()), "-p", str(server.port), "-r", str(rate),
                             "-d", f"{duration_s}s", "-w", "1s", "-a", "exp", "-c", "4",
                             "--keys", "1000", "--preload", "--get-ratio", "0.9",
                             "--cpus", str(client_cpu), "--json", str(report), "-q"],
@@ -90,8 +84,8 @@ def run_load(binary: Path, options: Sequence[str], cpus: tuple[int, int],
 
 def check_ready(cpus: tuple[int, int]) -> str | None:
     """Why the load part cannot run here, or None."""
-    if not loadgen_binary().exists():
-        return f"{loadgen_binary()} is not built (run make)"
+    if not loadgen_path().exists():
+        return f"{loadgen_path()} is not built (run make)"
     return check_cpus(cpus)
 
 
