@@ -1,7 +1,6 @@
 """Fixtures: the built stock and fork servers, started on loopback."""
 from __future__ import annotations
 
-import os
 import subprocess
 import sys
 from pathlib import Path
@@ -11,7 +10,8 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
 
-from stagevar_bench.servers import REPO, HttpdServer, MemcachedServer, build_binary  # noqa: E402
+from stagevar_bench.machine import loadgen_path  # noqa: E402
+from stagevar_bench.servers import HttpdServer, MemcachedServer, build_binary  # noqa: E402
 
 
 def binary_or_skip(variant: str, name: str) -> Path:
@@ -22,7 +22,7 @@ def binary_or_skip(variant: str, name: str) -> Path:
 
 
 def loadgen_binary() -> Path:
-    path = Path(os.environ.get("STAGEVAR_LOADGEN", REPO / "bench" / "loadgen" / "loadgen"))
+    path = loadgen_path()
     if not path.exists():
         pytest.skip(f"{path} is not built (run make)")
     return path
