@@ -42,7 +42,10 @@ independent, so the statistic is one ratio per round. Printed per side:
 both servers' median throughput, the median of the per-round ratios with
 a bootstrap 95% CI and their sd, each worker's share of the server CPU
 (together near 100 %: a warning below 90 %), the client's CPU, and the
-same for requests per second of each worker's own CPU time. With --sides
+same for requests per second of each worker's own CPU time, then both
+servers' batch round trip p50/p99 (a batch's send to its last reply:
+in a closed loop, the pipeline's queueing) and the per-round ratios of
+the p99s. With --sides
 stock alone, stock runs against a second stock: the schedule's null
 result. Caveat: the kernel turns RX timestamping on for every socket
 (a static key) as soon as one socket asks for it, so next to a tracing
@@ -283,6 +286,14 @@ def together_part(all_sides: tuple[Side, ...], rounds: int, seconds: float,
               f"{median([p.base.throughput / p.base.worker_cpu for p in pairs]):9.0f}  "
               f"{ratio_ci([p.capacity_ratio for p in pairs]):<46} "
               f"{round_sd([p.capacity_ratio for p in pairs]):>6}")
+    print(f"  {'':<26} {'p50 ms':>9} {'p99 ms':>9}  batch round trip (stock's p50, p99), p99 vs stock: "
+          f"median of per-round ratios [95% CI]")
+    for name, pairs in runs.items():
+        print(f"  {name:<26} {1e3 * median([p.other.p50_s for p in pairs]):9.2f} "
+              f"{1e3 * median([p.other.p99_s for p in pairs]):9.2f}  "
+              f"({1e3 * median([p.base.p50_s for p in pairs]):.2f}, "
+              f"{1e3 * median([p.base.p99_s for p in pairs]):.2f})  "
+              f"{ratio_ci([p.p99_ratio for p in pairs])}")
     for name, pairs in runs.items():
         busy = median([p.base.worker_cpu + p.other.worker_cpu for p in pairs])
         if busy < TOGETHER_BUSY_MIN:

@@ -169,6 +169,11 @@ class SaturatedPair:
         return ((self.other.throughput / self.other.worker_cpu)
                 / (self.base.throughput / self.base.worker_cpu))
 
+    @property
+    def p99_ratio(self) -> float:
+        """The ratio of the batch round trips' p99."""
+        return self.other.p99_s / self.base.p99_s
+
 
 Server = tuple[Path, Sequence[str]]     # a memcached binary and its options
 

@@ -8,6 +8,7 @@ import os
 import re
 import subprocess
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -112,6 +113,10 @@ PAIR_CPU_ROW = re.compile(r"^  (fork, tracing off|stock \(a second one\))\s+(\d+
                           r"\s+(\d+\.\d\d)%$")
 
 
+LATENCY_ROW = re.compile(r"^  (fork, tracing off|stock \(a second one\))\s+(\d+\.\d\d)\s+(\d+\.\d\d)  "
+                         r"\((\d+\.\d\d), (\d+\.\d\d)\)  " + RATIO + "$")
+
+
 def together_run(sides: str) -> tuple[list[int], str]:
     """A 2-round run of the together schedule (the default) with the real
     pipeline shape: the CPUs and its stdout."""
@@ -145,6 +150,12 @@ def test_together_runs_stock_and_a_side_at_once_with_a_ratio_near_1() -> None:
     assert [m.group(1) for m in per_cpu] == ["fork, tracing off"], stdout
     assert int(per_cpu[0].group(2)) > int(row.group(2)), per_cpu[0].group(0)   # per CPU-second
     assert 0.8 < float(per_cpu[0].group(4)) < 1.25, per_cpu[0].group(0)
+    latency = [m for m in map(LATENCY_ROW.match, lines) if m]
+    assert [m.group(1) for m in latency] == ["fork, tracing off"], stdout
+    p50, p99, stock_p50, stock_p99 = (float(latency[0].group(i)) for i in (2, 3, 4, 5))
+    assert 0 < p50 <= p99 and 0 < stock_p50 <= stock_p99, latency[0].group(0)
+    ratio, low, high = (float(latency[0].group(i)) for i in (6, 7, 8))
+    assert low <= ratio <= high and 0.3 < ratio < 3, latency[0].group(0)
 
 
 def test_together_with_stock_alone_runs_stock_against_a_second_stock() -> None:
@@ -160,3 +171,4 @@ def test_a_pair_s_ratios_are_the_other_over_the_base() -> None:
     pair = SaturatedPair(base=base, other=other)
     assert pair.throughput_ratio == pytest.approx(0.9)
     assert pair.capacity_ratio == pytest.approx((90 / 0.4) / (100 / 0.5))
+    assert SaturatedPair(base=base, other=replace(other, p99_s=3)).p99_ratio == pytest.approx(1.5)
