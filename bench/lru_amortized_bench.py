@@ -52,7 +52,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from stagevar_bench.machine import loadavg_text, loadgen_path  # noqa: E402
-from stagevar_bench.servers import LOOPBACK, MemcachedServer, build_binary  # noqa: E402
+from stagevar_bench.servers import LOOPBACK, TRACE_EVERY_REQUEST, MemcachedServer, build_binary  # noqa: E402
 from stagevar_bench.stats import bootstrap_ci, bootstrap_ratio_ci  # noqa: E402
 
 LOADGEN = loadgen_path()
@@ -60,7 +60,7 @@ ARRIVALS = {"det": "det", "exp": "exp", "pareto": "pareto:cv2=4"}
 QUANTILES = ("mean", "p50", "p90", "p99", "p999")
 RATIOS = ("mean", "p99", "k2r_var")     # amortized/thread per cell
 COLUMN = 28                             # a median and its CI, with a space before
-TRACE = "stage_trace,stage_trace_sample=1"   # every request: cells count each one
+TRACE = TRACE_EVERY_REQUEST     # cells count every request
 
 
 def stats(port: int, kind: str = "") -> dict[str, str]:

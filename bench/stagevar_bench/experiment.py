@@ -20,7 +20,8 @@ from typing import Any, Callable, Iterator
 
 from stagevar_bench import machine
 from stagevar_bench.netns import NetnsPair
-from stagevar_bench.servers import LOOPBACK, HttpdServer, MemcachedServer, ServerError, build_binary
+from stagevar_bench.servers import (LOOPBACK, TRACE_EVERY_REQUEST, HttpdServer, MemcachedServer, ServerError,
+                                    build_binary)
 from stagevar_bench.stages import Stages, memcached_command, read_httpd_stages, read_memcached_stages
 
 FORMAT = "stagevar-results/1"
@@ -127,11 +128,6 @@ class Design:
 
 # ------------------------------------------------------------------ a run
 
-# Every request traced: runs last seconds, and the server's default (one
-# read in 256) would leave a profile a few dozen requests to rank by.
-MEMCACHED_TRACE = "stage_trace,stage_trace_sample=1"
-
-
 def taskset(cpus: str | None) -> list[str]:
     return ["taskset", "-c", cpus] if cpus else []
 
@@ -207,7 +203,7 @@ def run_one(design: Design, level: Level, load: float, arrival: str, rep: int, s
         json_path = os.path.join(tmp, "loadgen.json")
         server: MemcachedServer | HttpdServer
         if design.server == "memcached":
-            args = [*design.server_args, *level.server_args, *(["-o", MEMCACHED_TRACE] if trace else [])]
+            args = [*design.server_args, *level.server_args, *(["-o", TRACE_EVERY_REQUEST] if trace else [])]
             server = MemcachedServer(binary, args=args, wrap=wrap, host=target.host, netns=target.client_netns)
         else:
             server = HttpdServer(binary, extra_conf=httpd_conf(design, level, target.client_addr),

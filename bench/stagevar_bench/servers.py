@@ -23,6 +23,9 @@ REPO = Path(__file__).resolve().parents[2]
 LOOPBACK = "127.0.0.1"
 START_TIMEOUT_S = 15.0
 STOP_TIMEOUT_S = 10.0
+# The fork's -o option to trace every request (its default traces one
+# socket read in 256): for short runs and for counts that must be exact.
+TRACE_EVERY_REQUEST = "stage_trace,stage_trace_sample=1"
 
 
 class ServerError(RuntimeError):

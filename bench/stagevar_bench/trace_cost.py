@@ -87,7 +87,7 @@ from pathlib import Path
 from typing import Callable, Sequence
 
 from stagevar_bench.memcache_client import read_until
-from stagevar_bench.servers import LOOPBACK, MemcachedServer, build_binary
+from stagevar_bench.servers import LOOPBACK, TRACE_EVERY_REQUEST, MemcachedServer, build_binary
 from stagevar_bench.stats import bootstrap_ci
 from stagevar_bench.trace_load import (LoadSample, Pipeline, SaturatedPair, SaturatedSample,
                                        check_cpus, check_ready, run_load, run_saturated,
@@ -119,7 +119,7 @@ def sides(sample: int, keys: Sequence[str] = DEFAULT_SIDES) -> tuple[Side, ...]:
         Side("stock", "stock", "stock", ()),
         Side("off", "fork, tracing off", "fork", ()),
         Side("on", "fork, -o stage_trace", "fork", ("-o", "stage_trace")),
-        Side("every", "fork, every request", "fork", ("-o", "stage_trace,stage_trace_sample=1")),
+        Side("every", "fork, every request", "fork", ("-o", TRACE_EVERY_REQUEST)),
         Side("sampled", f"fork, trace 1 read in {sample}", "fork",
              ("-o", f"stage_trace,stage_trace_sample={sample}")),
     )

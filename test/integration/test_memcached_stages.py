@@ -13,17 +13,12 @@ import pytest
 from pymemcache.client.base import Client
 
 from conftest import binary_or_skip
-from stagevar_bench.servers import LOOPBACK, MemcachedServer
+from stagevar_bench.servers import LOOPBACK, TRACE_EVERY_REQUEST, MemcachedServer
 from stagevar_bench.machine import proc_cpu_ns
 
 REQUEST_STAGES = ("kernel_to_read", "read_to_parse", "parse_to_response",
                   "response_to_send", "server_total")
 PARTS = REQUEST_STAGES[:4]
-
-
-# Tracing every request (the default traces one read in 256): the tests
-# that count requests need each one traced.
-EVERY = "stage_trace,stage_trace_sample=1"
 
 
 def start(*options: str) -> MemcachedServer:
@@ -32,7 +27,7 @@ def start(*options: str) -> MemcachedServer:
 
 @pytest.fixture
 def traced() -> Iterator[MemcachedServer]:
-    server = start("-o", EVERY)
+    server = start("-o", TRACE_EVERY_REQUEST)
     yield server
     server.stop()
 
@@ -306,7 +301,7 @@ def test_a_stalled_server_shows_in_kernel_to_read_only(traced: MemcachedServer) 
 
 
 def test_without_kernel_timestamps_the_kernel_stages_are_missing() -> None:
-    server = start("-o", f"{EVERY},stage_trace_kernel=0")
+    server = start("-o", f"{TRACE_EVERY_REQUEST},stage_trace_kernel=0")
     try:
         reset(server)
         c = client(server)
@@ -339,7 +334,7 @@ def test_settings_show_the_options(traced: MemcachedServer) -> None:
 
 
 def test_reset_clears_every_worker() -> None:
-    server = start("-t", "4", "-o", EVERY)
+    server = start("-t", "4", "-o", TRACE_EVERY_REQUEST)
     try:
         clients = [client(server) for _ in range(8)]   # spread over the workers
         for c in clients:

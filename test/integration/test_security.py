@@ -27,7 +27,7 @@ from typing import Iterator
 import pytest
 
 from conftest import binary_or_skip
-from stagevar_bench.servers import LOOPBACK, HttpdServer, MemcachedServer, free_port
+from stagevar_bench.servers import LOOPBACK, TRACE_EVERY_REQUEST, HttpdServer, MemcachedServer, free_port
 
 REPO = Path(__file__).resolve().parents[2]
 EXAMPLE = REPO / "httpd" / "stagevar-example.conf"
@@ -230,7 +230,7 @@ def binary_set(key: bytes, value: bytes) -> bytes:
 def test_memcached_stats_never_show_keys_or_values() -> None:
     binary = binary_or_skip("fork", "memcached")
     key, value = MARKER.encode() + b"Key", MARKER.encode() + b"Value"
-    with MemcachedServer(binary, args=["-o", "stage_trace,stage_trace_sample=1"]) as server:
+    with MemcachedServer(binary, args=["-o", TRACE_EVERY_REQUEST]) as server:
         port = server.port
         memcached_reply(port, b"set %s 0 0 %d\r\n%s\r\n" % (key, len(value), value), b"STORED\r\n")
         memcached_reply(port, b"get %s %sOther\r\n" % (key, key), b"END\r\n")
