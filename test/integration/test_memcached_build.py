@@ -32,7 +32,7 @@ def untraced_fork(tmp_path_factory: pytest.TempPathFactory) -> Path:
         pytest.skip("no fetched memcached release or no autoreconf (run make)")
     src = tmp_path_factory.mktemp("fork-untraced") / "src"
     run([str(TOOLS / "unpack-upstream"), fetched.read_text().strip(), str(src)])
-    run([str(TOOLS / "apply-series"), str(REPO / "patches" / "memcached" / "series"), str(src)])
+    run([str(TOOLS / "apply-series"), str(REPO / "patches" / "memcached" / "topics"), str(src)])
     run(["autoreconf", "-fi"], cwd=src)
     run(["./configure", "--disable-stage-trace"], cwd=src)
     run(["make", f"-j{len(os.sched_getaffinity(0))}", "memcached"], cwd=src)

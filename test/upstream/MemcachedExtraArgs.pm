@@ -1,0 +1,32 @@
+# MemcachedExtraArgs: run memcached's own t/ suite with extra server
+# options, without patching its harness. Loaded before any test file
+# (PERL5OPT=-MMemcachedExtraArgs, with this directory on PERL5LIB, from
+# the memcached tree's top directory), it wraps
+# MemcachedTest::new_memcached so every server a test starts gets
+# $ENV{T_MEMD_EXTRA_ARGS} after its own arguments. A test's
+# `use MemcachedTest` then imports the wrapper.
+#
+# A server started without an LRU maintainer (no_lru_maintainer,
+# no_modern) refuses -o lru_amortized_budget_us, rightly: such servers
+# get the other extra options but not the budget.
+package MemcachedExtraArgs;
+use strict;
+use warnings;
+use lib 't/lib';
+use MemcachedTest ();
+
+my $extra = $ENV{T_MEMD_EXTRA_ARGS} // '';
+if ($extra =~ /\S/) {
+    my $start = \&MemcachedTest::new_memcached;
+    no warnings 'redefine';
+    *MemcachedTest::new_memcached = sub {
+        my ($args, @rest) = @_;
+        my $mine = $extra;
+        $args //= '';
+        $mine =~ s/-o lru_amortized_budget_us=\d+//g
+            if $args =~ /no_lru_maintainer|no_modern/;
+        return $start->("$args $mine", @rest);
+    };
+}
+
+1;
