@@ -74,12 +74,22 @@ def versions() -> dict[str, str]:
     return v
 
 
+def listing(path: Path) -> list[str]:
+    """The entries of a series or topics file, comments and blanks dropped."""
+    lines = (line.split("#", 1)[0].strip() for line in path.read_text().splitlines())
+    return [line for line in lines if line]
+
+
 def patches() -> dict[str, list[str]]:
-    """patches/<server>/series as applied to the fork builds."""
+    """The patches applied to each fork build, in order: each topic of
+    patches/<server>/topics as topic/patch, then the fork-only ones."""
     out: dict[str, list[str]] = {}
-    for series in sorted((REPO / "patches").glob("*/series")):
-        out[series.parent.name] = [l.strip() for l in series.read_text().splitlines()
-                                   if l.strip() and not l.startswith("#")]
+    for topics in sorted((REPO / "patches").glob("*/topics")):
+        applied = []
+        for entry in listing(topics):
+            series = topics.parent / entry / "series"
+            applied += [f"{entry}/{p}" for p in listing(series)] if series.exists() else [entry]
+        out[topics.parent.name] = applied
     return out
 
 

@@ -227,7 +227,7 @@ def machine_blocks(results: dict[str, Any]) -> list[Block]:
         ["git commit", m.get("git_commit", "-")],
     ] + [[k, str(val)] for k, val in sorted(v.items())]
     for server, series in (m.get("patches") or {}).items():
-        rows.append([f"patches/{server}/series", ", ".join(series)])
+        rows.append([f"patches/{server}/topics", ", ".join(series)])
     return [H(2, "Machine and software"), Table(["what", "value"], rows)]
 
 

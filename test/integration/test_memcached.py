@@ -61,7 +61,7 @@ def test_large_value(memcached: MemcachedServer) -> None:
 
 
 def test_version(memcached: MemcachedServer, variant: str) -> None:
-    expected = "1.6.18-stagevar" if variant == "fork" else "1.6.18"
+    expected = "1.6.45-stagevar" if variant == "fork" else "1.6.45"
     assert client(memcached).version().decode() == expected
     stats = client(memcached).stats()
     assert stats[b"version"].decode() == expected
