@@ -23,7 +23,7 @@ if ($extra =~ /\S/) {
         my ($args, @rest) = @_;
         my $mine = $extra;
         $args //= '';
-        $mine =~ s/-o lru_amortized_budget_us=\d+//g
+        $mine =~ s/-o lru_amortized_budget_us=\S+//g
             if $args =~ /no_lru_maintainer|no_modern/;
         return $start->("$args $mine", @rest);
     };
