@@ -1,0 +1,77 @@
+"""How many runs a comparison needs, and what it can resolve.
+
+Run-to-run spread on a shared 2-core machine is large (single runs'
+p99 differ by 10x), so an experiment states, next to every ratio, the
+smallest effect it could have detected (the minimum detectable effect,
+MDE) and, for a target effect, the runs per side that would resolve it.
+The spread is measured on the log scale (latencies differ by factors),
+from the runs themselves. The formulas are the normal ones for a
+two-sample comparison at power 1 - beta, divided by the Mann-Whitney
+test's efficiency relative to the t-test under normality (3/pi), since
+the rank test is the one the verdicts use.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Sequence
+
+import numpy as np
+from scipy import stats as sps
+
+from stagevar_bench.stats import DEFAULT_CONF
+
+POWER = 0.8
+RANK_EFFICIENCY = 3 / math.pi     # Mann-Whitney vs t, normal data
+MIN_RUNS = 4                      # the fewest per side an exact 95 % HL CI exists for
+
+
+def log_spread(*samples: Sequence[float]) -> float:
+    """Pooled standard deviation of log values over the samples (each side
+    centred on its own mean): the runs' spread, as a factor's log."""
+    logs = [np.log(np.asarray(s, dtype=float)) for s in samples if len(s) > 1]
+    dof = sum(len(l) - 1 for l in logs)
+    if dof == 0:
+        return math.nan
+    ss = sum(float(((l - l.mean()) ** 2).sum()) for l in logs)
+    return math.sqrt(ss / dof)
+
+
+def _z_sum(conf: float, power: float) -> float:
+    return float(sps.norm.ppf(1 - (1 - conf) / 2) + sps.norm.ppf(power))
+
+
+def min_detectable_effect(sd_log: float, n_per_side: int, conf: float = DEFAULT_CONF,
+                          power: float = POWER) -> float:
+    """The smallest change, as a fraction (0.3: 30 %), that n runs per
+    side detect with the given power, for runs spread by sd_log."""
+    if n_per_side < 2 or not math.isfinite(sd_log):
+        return math.nan
+    shift = _z_sum(conf, power) * sd_log * math.sqrt(2 / (n_per_side * RANK_EFFICIENCY))
+    return math.exp(shift) - 1
+
+
+def runs_needed(sd_log: float, effect: float = 0.3, conf: float = DEFAULT_CONF,
+                power: float = POWER) -> int:
+    """Runs per side that resolve a change of `effect` (0.3: a ratio of
+    0.7 or 1/0.7), for runs spread by sd_log."""
+    if not math.isfinite(sd_log):
+        return MIN_RUNS
+    shift = abs(math.log(1 - effect))
+    n = 2 * (_z_sum(conf, power) * sd_log / shift) ** 2 / RANK_EFFICIENCY
+    return max(MIN_RUNS, math.ceil(n))
+
+
+@dataclass(frozen=True)
+class Resolution:
+    sd_log: float
+    mde: float          # at the runs made
+    needed: int         # runs per side for `effect`
+    effect: float
+
+
+def resolution(a: Sequence[float], b: Sequence[float], effect: float = 0.3,
+               conf: float = DEFAULT_CONF) -> Resolution:
+    sd = log_spread(a, b)
+    n = min(len(a), len(b))
+    return Resolution(sd, min_detectable_effect(sd, n, conf), runs_needed(sd, effect, conf), effect)

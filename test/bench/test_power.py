@@ -1,0 +1,48 @@
+"""Runs needed and minimum detectable effects (power.py), checked against
+the closed forms and by simulating the rank test they stand for."""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from stagevar_bench.power import (MIN_RUNS, log_spread, min_detectable_effect, resolution,
+                                  runs_needed)
+from stagevar_bench.ranks import compare
+
+
+def test_log_spread_pools_each_sides_own_spread() -> None:
+    a = [math.exp(x) for x in (0.0, 1.0)]
+    b = [math.exp(x) for x in (10.0, 11.0)]      # a different centre, the same spread
+    assert log_spread(a, b) == pytest.approx(math.sqrt(0.5))
+
+
+def test_mde_and_runs_needed_are_inverse() -> None:
+    sd = 0.5
+    n = runs_needed(sd, effect=0.3)
+    assert min_detectable_effect(sd, n) <= 1 / 0.7 - 1 + 1e-9
+    assert min_detectable_effect(sd, n - 1) > min_detectable_effect(sd, n)
+
+
+def test_a_quiet_machine_needs_the_minimum() -> None:
+    assert runs_needed(0.01) == MIN_RUNS
+
+
+def test_the_power_is_what_it_says() -> None:
+    """Simulated: with the runs runs_needed asks for, the exact rank test
+    resolves a 30 % change in about 80 % of experiments."""
+    rng = np.random.default_rng(3)
+    sd = 0.4
+    n = runs_needed(sd, effect=0.3)
+    resolved = 0
+    for _ in range(300):
+        a = rng.lognormal(0, sd, n)
+        b = rng.lognormal(math.log(0.7), sd, n)
+        resolved += compare(a, b).ci[1] < 1
+    assert 0.7 <= resolved / 300 <= 0.95
+
+
+def test_resolution_of_two_samples() -> None:
+    r = resolution([100, 120, 90, 110, 105], [80, 95, 70, 88, 84])
+    assert r.needed >= MIN_RUNS and r.mde > 0 and r.effect == 0.3
