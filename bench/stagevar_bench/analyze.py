@@ -1,6 +1,7 @@
 """From results (runs) to conclusions: per-run percentiles with
-order-statistic CIs, per-cell medians with bootstrap CIs, knob ratios,
-quantile regression and the queueing ideal."""
+order-statistic CIs, per-cell medians with bootstrap CIs, knob ratios with
+bootstrap and exact rank CIs, what the runs could resolve, the workers'
+scheduling (the mechanism), quantile regression and the queueing ideal."""
 from __future__ import annotations
 
 import math
@@ -8,6 +9,7 @@ from typing import Any
 
 import numpy as np
 
+from stagevar_bench import power, ranks
 from stagevar_bench.queueing import ArrivalProcess, IdealModel
 from stagevar_bench.stats import (Histogram, bootstrap_ci, bootstrap_ratio_ci, quantile_regression)
 
@@ -15,6 +17,8 @@ PERCENTILES = {"p50": 0.5, "p90": 0.9, "p95": 0.95, "p99": 0.99, "p999": 0.999}
 QR_QUANTILES = (0.5, 0.95, 0.99)
 QR_SAMPLES_PER_RUN = 400
 IDEAL_REQUESTS = 100_000
+RANKED = ("mean", "p50", "p99")     # the metrics compared with exact rank tests
+TARGET_EFFECT = 0.3                 # the change an experiment should resolve
 
 
 def run_ok(run: dict[str, Any]) -> bool:
@@ -41,7 +45,51 @@ def run_summary(run: dict[str, Any], conf: float) -> dict[str, Any]:
         "loadgen_busy": (lg.get("cpu", {}) or {}).get("busy_fraction"),
         "schedule_error_p50_ns": (lg.get("schedule_error") or {}).get("p50"),
         "loadavg": [(run.get("loadavg_before") or [None])[0], (run.get("loadavg_after") or [None])[0]],
+        "worker_sched": run.get("worker_sched"),
+        "lru_amortized": run.get("lru_amortized"),
+        "capacity": capacity(run),
     }
+
+
+def capacity(run: dict[str, Any]) -> float | None:
+    """Requests served per CPU-second of memcached's worker threads: what a
+    knob like batching changes at the root, free of queueing."""
+    worker_s = (run.get("server_thread_cpu_s") or {}).get("mc-worker")
+    served = run.get("requests_served")
+    return served / worker_s if worker_s and served else None
+
+
+def metric_values(runs: list[dict[str, Any]], metric: str) -> list[float]:
+    """Each run's mean or percentile, ns."""
+    if metric == "mean":
+        return [s["mean_ns"] for s in runs]
+    return [s["percentiles"][metric]["value"] for s in runs]
+
+
+def rank_entry(knob_runs: list[dict[str, Any]], base_runs: list[dict[str, Any]], metric: str,
+               conf: float) -> dict[str, Any]:
+    """The exact rank comparison of one metric, knob against baseline, and
+    what these runs could resolve."""
+    a, b = metric_values(base_runs, metric), metric_values(knob_runs, metric)
+    if min(a + b, default=0) <= 0:
+        return {"error": "a run without latency"}
+    r = ranks.compare(a, b, conf)
+    res = power.resolution(a, b, TARGET_EFFECT, conf)
+    return {"ratio": r.ratio, "low": r.ci[0], "high": r.ci[1], "conf": r.conf, "p": r.p_value,
+            "sd_log": res.sd_log, "mde": res.mde, "runs_needed": res.needed,
+            "target_effect": TARGET_EFFECT, "runs": [r.n_b, r.n_a]}
+
+
+def sched_summary(runs: list[dict[str, Any]]) -> dict[str, float] | None:
+    """The workers' scheduling over a cell's runs, medians: the share of
+    runnable time spent waiting for a CPU, and switches per second."""
+    seen = [s["worker_sched"] for s in runs if s.get("worker_sched")]
+    if not seen:
+        return None
+    return {"wait_share": float(np.median([w["wait_share"] for w in seen])),
+            "wait_ns": float(np.median([w["wait_ns"] for w in seen])),
+            "involuntary": float(np.median([w["involuntary"] for w in seen])),
+            "voluntary": float(np.median([w["voluntary"] for w in seen]))}
 
 
 def cell_key(cell: dict[str, Any]) -> tuple[str, float, str]:
@@ -78,6 +126,9 @@ def analyze_experiment(exp: dict[str, Any], conf: float = 0.95, reps: int = 5000
         cpr = [s["cpu_per_request_ns"] for s in runs if s["cpu_per_request_ns"]]
         cell["cpu_per_request_ns"] = float(np.median(cpr)) if cpr else None
         cell["loadavg_max"] = max((x for s in runs for x in s["loadavg"] if x is not None), default=None)
+        cell["worker_sched"] = sched_summary(runs)
+        caps = [s["capacity"] for s in runs if s.get("capacity")]
+        cell["capacity"] = float(np.median(caps)) if caps else None
         if with_ideal and cpr:
             cell["ideal"] = ideal_for_cell(design, raw_by_cell[(knob, load, arrival)], runs)
             cell["measured_over_ideal"] = {
@@ -98,6 +149,12 @@ def analyze_experiment(exp: dict[str, Any], conf: float = 0.95, reps: int = 5000
                 [s["percentiles"][name]["value"] for s in base], conf=conf, reps=reps).as_dict()
         entry["mean"] = bootstrap_ratio_ci([s["mean_ns"] for s in runs], [s["mean_ns"] for s in base],
                                            conf=conf, reps=reps).as_dict()
+        entry["ranks"] = {m: rank_entry(runs, base, m, conf) for m in RANKED}
+        entry["worker_sched"] = [sched_summary(base), sched_summary(runs)]
+        caps = [[s["capacity"] for s in group if s.get("capacity")] for group in (runs, base)]
+        if all(caps):
+            entry["capacity"] = bootstrap_ratio_ci(caps[0], caps[1], conf=conf, reps=reps).as_dict()
+            entry["capacity_per_s"] = [float(np.median(caps[1])), float(np.median(caps[0]))]
         ratios.append(entry)
     ratios.sort(key=lambda e: (levels.index(e["knob"]), e["load"], e["arrival"]))
 

@@ -1,6 +1,6 @@
 """Experiments: a design (knob levels x loads x arrival processes, N runs
-per cell), run in a random order with the server restarted for every run,
-and the results kept as JSON with everything needed to analyse them again.
+per cell), run interleaved with the server restarted for every run, and
+the results kept as JSON with everything needed to analyse them again.
 """
 from __future__ import annotations
 
@@ -20,6 +20,7 @@ from typing import Any, Callable, Iterator
 
 from stagevar_bench import machine
 from stagevar_bench.netns import NetnsPair
+from stagevar_bench.sched import ThreadSched, threads_sched
 from stagevar_bench.servers import (LOOPBACK, TRACE_EVERY_REQUEST, HttpdServer, MemcachedServer, ServerError,
                                     build_binary)
 from stagevar_bench.stages import Stages, memcached_command, read_httpd_stages, read_memcached_stages
@@ -113,9 +114,19 @@ class Design:
         return [(l, load, a) for l in self.levels for load in self.loads for a in self.arrivals]
 
     def schedule(self) -> list[tuple[Level, float, str, int]]:
-        """Every (cell, repetition) once, in a random order (seeded)."""
-        order = [(l, load, a, rep) for (l, load, a) in self.cells() for rep in range(self.runs)]
-        random.Random(self.seed).shuffle(order)
+        """Every (cell, repetition) once, interleaved: repetition r of every
+        level of a (load, arrival) runs back to back (A B A B ...), the
+        levels' order rotating from one repetition to the next, so a drift
+        of the machine hits every level alike; the (load, arrival) pairs
+        take a random (seeded) order in each repetition."""
+        rng = random.Random(self.seed)
+        pairs = [(load, a) for load in self.loads for a in self.arrivals]
+        order = []
+        for rep in range(self.runs):
+            rng.shuffle(pairs)
+            shift = rep % len(self.levels)
+            levels = self.levels[shift:] + self.levels[:shift]
+            order += [(l, load, a, rep) for load, a in pairs for l in levels]
         return order
 
     @staticmethod
@@ -222,10 +233,13 @@ def run_one(design: Design, level: Level, load: float, arrival: str, rep: int, s
                 pid = server.proc.pid
                 cpu0 = machine.tree_cpu_s(pid)
                 thr0 = machine.thread_cpu_s(pid) if design.server == "memcached" else {}
+                sched0 = worker_sched(design, pid)
                 limit = design.warmup_s + design.duration_s + 60
                 out = subprocess.run(cmd, capture_output=True, text=True, timeout=limit)
                 cpu1 = machine.tree_cpu_s(pid)
                 thr1 = machine.thread_cpu_s(pid) if design.server == "memcached" else {}
+                if design.server in WORKER_THREAD:
+                    record["worker_sched"] = (worker_sched(design, pid) - sched0).as_dict()
                 if out.returncode != 0 or not os.path.exists(json_path):
                     raise ExperimentError(f"loadgen exited {out.returncode}: {out.stderr.strip()[-300:]}")
                 report = json.loads(Path(json_path).read_text())
@@ -241,10 +255,26 @@ def run_one(design: Design, level: Level, load: float, arrival: str, rep: int, s
                     stats = parse_memcached_stats(memcached_command(target.host, server.port, "stats",
                                                                     target.client_netns))
                     record["server_stats"] = {k: stats[k] for k in STATS_KEPT if k in stats}
+                    if any(LRU_OPTION in a for a in args):
+                        lru = parse_memcached_stats(memcached_command(target.host, server.port,
+                                                                      "stats lru_amortized",
+                                                                      target.client_netns))
+                        record["lru_amortized"] = lru
         except (ServerError, ExperimentError, OSError, subprocess.TimeoutExpired, ValueError) as e:
             record["error"] = str(e).strip().splitlines()[0][:500] if str(e).strip() else repr(e)
     record["loadavg_after"] = machine.loadavg()
     return record
+
+
+# The threads whose scheduling is the mechanism metric: memcached's
+# workers; httpd's worker threads have no name of their own.
+WORKER_THREAD = {"memcached": "mc-worker"}
+LRU_OPTION = "lru_amortized_budget_us"
+
+
+def worker_sched(design: Design, pid: int) -> ThreadSched:
+    name = WORKER_THREAD.get(design.server)
+    return threads_sched(pid, name) if name else ThreadSched()
 
 
 STATS_KEPT = ("lru_maintainer_juggles", "evictions", "curr_items", "moves_to_cold", "moves_to_warm",

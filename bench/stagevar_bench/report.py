@@ -104,30 +104,55 @@ def inline(text: str) -> str:
 # ----------------------------------------------------------- the content
 
 NO_WORSE_MARGIN = 0.1
+NO_DIFFERENCE_MDE = 0.2     # "no difference found" counts when the runs resolve 20 %
 
 
-def target_verdict(e: dict[str, float], at_most: float) -> str:
+def unresolved(e: dict[str, Any]) -> str:
+    """Why a CI that spans the goal decides nothing: what these runs could
+    resolve, and how many it would take."""
+    if "mde" not in e:
+        return "inconclusive (CI spans it)"
+    return (f"not resolvable here: these runs resolve changes of {e['mde']:.0%} or more "
+            f"({e['runs'][0]} vs {e['runs'][1]} runs, run-to-run spread x{math.exp(e['sd_log']):.2f}); "
+            f"{e['runs_needed']} runs per side would resolve {e['target_effect']:.0%}")
+
+
+def target_verdict(e: dict[str, Any], at_most: float) -> str:
     """Is the ratio at most `at_most`? Met if the whole CI is, not met if
-    none of it is."""
+    none of it is; otherwise the runs could not tell, and the verdict says
+    what they could resolve."""
     if not all(math.isfinite(e[k]) for k in ("low", "high")):
-        return "inconclusive"
+        return "not resolvable here: too few runs for an exact 95% CI"
     if e["high"] <= at_most:
         return "met"
     if e["low"] > at_most:
         return "not met"
-    return "inconclusive (CI spans it)"
+    return unresolved(e)
 
 
-def no_worse_verdict(e: dict[str, float]) -> str:
+def no_worse_verdict(e: dict[str, Any]) -> str:
     """Did the knob cost nothing? Met if the whole CI is at most
-    1 + NO_WORSE_MARGIN, not met if all of it is above 1."""
+    1 + NO_WORSE_MARGIN, or if the rank test finds no difference with runs
+    that would have resolved NO_DIFFERENCE_MDE; not met if all of the CI
+    is above 1."""
     if not all(math.isfinite(e[k]) for k in ("low", "high")):
-        return "inconclusive"
+        return "not resolvable here: too few runs for an exact 95% CI"
     if e["high"] <= 1 + NO_WORSE_MARGIN:
         return "met"
     if e["low"] > 1:
         return "not met (worse)"
-    return "inconclusive (CI spans it)"
+    if e.get("p", 0) >= 0.05 and e.get("mde", math.inf) <= NO_DIFFERENCE_MDE:
+        return f"met: no difference found, and these runs resolve {e['mde']:.0%}"
+    return unresolved(e)
+
+
+def ranked(r: dict[str, Any], metric: str) -> dict[str, Any]:
+    """A ratio's exact rank comparison of `metric` where the analysis has
+    one, else its bootstrap CI (results made before rank tests)."""
+    rank = (r.get("ranks") or {}).get(metric)
+    if rank and "error" not in rank:
+        return {"value": rank["ratio"], **rank}
+    return r["mean"] if metric == "mean" else r["percentiles"][metric]
 
 
 def check_load(chk: dict[str, Any], loads: list[float]) -> float:
@@ -149,7 +174,7 @@ def check_verdicts(chk: dict[str, Any], exp: dict[str, Any], knob: str) -> list[
                        + ("met" if c["errors"] == 0 else "not met"))
         return out
     for r in (r for r in rs if r["load"] == at):
-        e = r["mean"] if chk["metric"] == "mean" else r["percentiles"][chk["metric"]]
+        e = ranked(r, chk["metric"])
         if chk.get("kind") == "no-worse":
             out.append(f"{chk['metric']} at {at:g} ({r['arrival']}) no worse than x{1 + NO_WORSE_MARGIN:g}: "
                        + no_worse_verdict(e))
@@ -192,24 +217,74 @@ def claims_table(results: dict[str, Any], analysis: dict[str, Any]) -> list[Bloc
         sat = c.get("saturation") or {}
         parts, verdicts = [], []
         for r in sorted(rs, key=lambda r: (r["load"], r["arrival"])):
-            p99, p50 = r["percentiles"]["p99"], r["percentiles"]["p50"]
             share = f" ({r['load'] / sat['rate']:.0%} of saturation)" if sat.get("rate") else ""
             parts.append(f"{r['load']:g} {exp['load_unit']}{share} {r['arrival']}: mean "
-                         f"x{fmt_ci(r['mean'], 1, 2)}, p99 x{fmt_ci(p99, 1, 2)}, p50 x{fmt_ci(p50, 1, 2)}")
+                         f"x{fmt_ratio(ranked(r, 'mean'))}, p99 x{fmt_ratio(ranked(r, 'p99'))}, "
+                         f"p50 x{fmt_ratio(ranked(r, 'p50'))}" + mechanism_text(r))
         if sat.get("rate"):
             parts.insert(0, f"saturation measured at {sat['rate']:.0f} req/s")
         for chk in c.get("checks") or [{"metric": "p99", "load": "highest", "at_most": 1.0}]:
             verdicts += check_verdicts(chk, exp, c["knob"])
+        if c.get("capacity"):
+            parts += [capacity_text(r) for r in sorted(rs, key=lambda r: (r["load"], r["arrival"]))
+                      if r.get("capacity")]
         if c.get("sweep_experiment") in exps:
-            verdicts.append(helps_from_text(exps[c["sweep_experiment"]]))
+            sweep = exps[c["sweep_experiment"]]
+            verdicts.append(auto_vs_best_text(sweep) if "auto" in " ".join(sweep["levels"])
+                            else helps_from_text(sweep))
         rows.append([c["use_case"], c["claim"], "; ".join(parts), "; ".join(verdicts)])
     return [H(2, "Paper's claim vs measured here"),
-            P("Ratios are knob / baseline of the median over runs of each run's mean or percentile, "
-              "with 95% bootstrap CIs in brackets; below 1 means the knob lowered latency. The claims "
-              "are the reference paper's results as the project's issues state them (the goals of "
-              "issues 5 and 6); a goal is met when the whole CI is at or below it, not met when none "
-              "of it is, inconclusive otherwise."),
+            P("Ratios are knob / baseline of each run's mean or percentile: the Hodges-Lehmann "
+              "estimate with its exact 95% CI from the Mann-Whitney distribution (runs interleaved, "
+              "knob and baseline alternating); below 1 means the knob lowered latency. Beside each, "
+              "the mechanism: the share of the worker threads' runnable time spent waiting for a "
+              "CPU, baseline -> knob (median over runs). The claims are the reference paper's results "
+              "as the project's issues state them; a goal is met when the whole CI is at or below it, "
+              "not met when none of it is, and otherwise not resolvable here, with the smallest change "
+              "these runs could resolve and the runs that would resolve a 30% change."),
             Table(["use case", "paper's claim", "measured here (ratio knob/baseline)", "verdict"], rows)]
+
+
+def fmt_ratio(e: dict[str, Any]) -> str:
+    """A ratio with its CI, or a note where the runs were too few for one."""
+    if not all(math.isfinite(e[k]) for k in ("low", "high")):
+        return f"{e['value']:.2f} [too few runs for an exact CI]"
+    return fmt_ci(e, 1, 2)
+
+
+def capacity_text(r: dict[str, Any]) -> str:
+    base, knob = r["capacity_per_s"]
+    return (f"capacity at {r['load']:g} ({r['arrival']}): {base:,.0f} -> {knob:,.0f} requests per worker "
+            f"CPU-second, x{fmt_ci(r['capacity'], 1, 2)}")
+
+
+AUTO_WITHIN = 0.05
+
+
+def auto_vs_best_text(exp: dict[str, Any]) -> str:
+    """The auto budget's p99 against the best fixed budget's, in a budget
+    sweep (params budget_us: -1 auto, 0 the thread, > 0 fixed)."""
+    p99 = {c["knob"]: c["percentiles"]["p99"]["value"] for c in exp["cells"]}
+    budget = {k: exp["params"].get(k, {}).get("budget_us") for k in p99}
+    fixed = {k: v for k, v in p99.items() if (budget[k] or 0) > 0}
+    auto = [v for k, v in p99.items() if budget[k] == -1]
+    if not fixed or not auto:
+        return "the budget sweep lacks a fixed or the auto budget"
+    best = min(fixed, key=fixed.get)
+    ratio = auto[0] / fixed[best]
+    verdict = "within" if ratio <= 1 + AUTO_WITHIN else f"not within: {ratio - 1:.0%} above"
+    return (f"auto's p99 {auto[0] / 1e3:.0f} us vs the best fixed budget's ({best}) {fixed[best] / 1e3:.0f} us: "
+            f"x{ratio:.2f}, {verdict} {AUTO_WITHIN:.0%} (medians over {exp['cells'][0]['runs']} runs)")
+
+
+def mechanism_text(r: dict[str, Any]) -> str:
+    """The workers' run-queue wait, baseline -> knob, where it was read."""
+    base, knob = r.get("worker_sched") or [None, None]
+    if not base or not knob:
+        return ""
+    return (f"; workers waiting for a CPU {base['wait_share']:.1%} -> {knob['wait_share']:.1%} "
+            f"of runnable time, preempted {base['involuntary']:.0f} -> {knob['involuntary']:.0f} "
+            "times a run")
 
 
 def machine_blocks(results: dict[str, Any]) -> list[Block]:
@@ -258,6 +333,15 @@ def experiment_blocks(results: dict[str, Any], exp: dict[str, Any], out: Path) -
                        [[r["knob"], f"{r['load']:g}", r["arrival"],
                          *[fmt_ci(r["percentiles"][k], 1, 3) for k in ("p50", "p95", "p99", "p999")],
                          fmt_ci(r["mean"], 1, 3)] for r in exp["ratios"]]))
+        ranked_rows = [rank_row(r) for r in exp["ratios"] if r.get("ranks")]
+        if ranked_rows:
+            b.append(P(f"The same, exact: Hodges-Lehmann ratio [its exact {conf}% CI from the Mann-Whitney "
+                       "distribution] and the two-sided p; the smallest change (MDE) these runs resolve "
+                       "with 80% power, and the runs per side that would resolve a 30% change, from the "
+                       "runs' own spread; and the workers' share of runnable time spent waiting for a "
+                       "CPU, baseline -> knob."))
+            b.append(Table(["knob", "load", "arrival", "p99", "p", "p99 MDE", "runs for 30%", "mean", "p",
+                            "worker CPU wait"], ranked_rows))
     if exp.get("knob_by_sweep"):
         b += knob_by_sweep_blocks(exp, conf)
     ideal = [c for c in exp["cells"] if c.get("ideal")]
@@ -296,6 +380,18 @@ def experiment_blocks(results: dict[str, Any], exp: dict[str, Any], out: Path) -
         if made:
             b.append(Img(f"plots/{fname}", caption))
     return b
+
+
+def rank_row(r: dict[str, Any]) -> list[str]:
+    p99, mean = r["ranks"]["p99"], r["ranks"]["mean"]
+    if "error" in p99 or "error" in mean:
+        return [r["knob"], f"{r['load']:g}", r["arrival"], p99.get("error", mean.get("error", "")),
+                *["-"] * 6]
+    base, knob = r.get("worker_sched") or [None, None]
+    wait = f"{base['wait_share']:.1%} -> {knob['wait_share']:.1%}" if base and knob else "-"
+    return [r["knob"], f"{r['load']:g}", r["arrival"], fmt_ci({"value": p99["ratio"], **p99}, 1, 3),
+            f"{p99['p']:.2g}", f"{p99['mde']:.0%}", str(p99["runs_needed"]),
+            fmt_ci({"value": mean["ratio"], **mean}, 1, 3), f"{mean['p']:.2g}", wait]
 
 
 def knob_by_sweep_blocks(exp: dict[str, Any], conf: int) -> list[Block]:

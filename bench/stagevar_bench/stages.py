@@ -194,7 +194,11 @@ class Advice:
 
 
 BATCH_CV2_VARIABLE = 0.25       # batch sizes vary (C² of requests per read)
-MAINTAINER_BUSY_CORES = 0.02    # LRU maintainer's CPU, in cores, that counts as busy
+# The LRU maintainer's CPU, in cores, that counts as busy: it works in
+# short wake-ups (about a millisecond apart while it has work), so 0.5 %
+# of a core is hundreds of preemptions a second of a worker that shares
+# its core.
+MAINTAINER_BUSY_CORES = 0.005
 GROWTH = 1.2                    # 20% more from the lower to the higher load
 
 
@@ -207,7 +211,7 @@ def recommend(server: str, ranked: list[RankedStage], stages: Mapping[str, Mappi
     top = ranked[0]
     if server == "memcached" and top.name == "kernel_to_read":
         if maintainer_cores is not None and maintainer_cores >= MAINTAINER_BUSY_CORES:
-            return Advice("amortized LRU", "-o lru_amortized_budget_us=N (e.g. 50)",
+            return Advice("amortized LRU", "-o lru_amortized_budget_us=auto",
                           f"kernel_to_read varies most ({100 * top.share:.0f}% of the variance) and the "
                           f"LRU maintainer thread was busy ({maintainer_cores:.3f} cores): its work "
                           "interferes with the workers' wake-ups")
