@@ -1,14 +1,16 @@
 """stagevar: find the stage whose service time varies most, pick the knob,
 and measure what it does, with confidence intervals.
 
-    python -m stagevar_bench profile   ...   rank a server's stages, recommend a knob
-    python -m stagevar_bench compare   ...   factorial experiment -> results JSON
-    python -m stagevar_bench analyze   RESULTS
-    python -m stagevar_bench report    RESULTS --out DIR
-    python -m stagevar_bench compact   RESULTS OUT [--per-octave 16]
-    python -m stagevar_bench reproduce [--quick] --out DIR
+    stagevar profile   ...   rank a server's stages, recommend a knob
+    stagevar compare   ...   factorial experiment -> results JSON
+    stagevar analyze   RESULTS
+    stagevar report    RESULTS --out DIR
+    stagevar compact   RESULTS OUT [--per-octave 16]
+    stagevar reproduce [--quick] --out DIR
+    stagevar bench trace|lru|loadgen ...   the benchmarks
+    stagevar soak      ...   the amortized fork and stock side by side, for long
 
-Each command's --help says more; README.md documents them all.
+Each command's --help says more; docs/stagevar.md documents them all.
 """
 from __future__ import annotations
 
@@ -194,7 +196,22 @@ def build_parser() -> Parser:
                    help="use cases to run, comma-separated: batching, lru, pinning (default all)")
     q.add_argument("--out", type=Path, required=True, help="directory for results.json.gz and the report")
     q.add_argument("--netns", action="store_true", help="server and loadgen in network namespaces")
+
+    # The benchmarks and the soak have parsers of their own: the rest of
+    # the command line is theirs, --help included.
+    b = sub.add_parser("bench", add_help=False, help="the benchmarks: " + ", ".join(
+        f"{name} ({what})" for name, (_, what) in BENCHES.items()))
+    b.add_argument("rest", nargs=argparse.REMAINDER)
+    s = sub.add_parser("soak", add_help=False, help="the amortized fork and stock side by side under a "
+                       "set-heavy load, for long (default 30 minutes)")
+    s.add_argument("rest", nargs=argparse.REMAINDER)
     return parser
+
+
+# name: (module, what it measures)
+BENCHES = {"trace": ("trace_cost", "what stage tracing costs memcached"),
+           "lru": ("bench_lru", "the LRU maintainer thread vs amortized maintenance"),
+           "loadgen": ("bench_loadgen", "one loadgen thread's capacity and precision")}
 
 
 def split_args(text: str) -> list[str]:
@@ -315,12 +332,40 @@ def cmd_reproduce(args: argparse.Namespace) -> int:
     return reproduce(args.out, args.size or "full", only, netns=args.netns)
 
 
+def cmd_bench(args: argparse.Namespace) -> int:
+    import importlib
+    which = args.rest[0] if args.rest else ""
+    if which in ("-h", "--help"):
+        print(f"usage: {PROG} bench {{{','.join(BENCHES)}}} [OPTIONS]  ({PROG} bench NAME --help)")
+        for name, (_, what) in BENCHES.items():
+            print(f"  {name:<8} {what}")
+        return 0
+    if which not in BENCHES:
+        raise CliError(f"bench: choose one of {', '.join(BENCHES)}, not {which!r}")
+    module = importlib.import_module(f"stagevar_bench.{BENCHES[which][0]}")
+    return int(module.main(args.rest[1:]))
+
+
+def cmd_soak(args: argparse.Namespace) -> int:
+    from stagevar_bench import soak
+    return soak.main(args.rest)
+
+
 COMMANDS = {"profile": cmd_profile, "compare": cmd_compare, "analyze": cmd_analyze,
-            "report": cmd_report, "compact": cmd_compact, "reproduce": cmd_reproduce}
+            "report": cmd_report, "compact": cmd_compact, "reproduce": cmd_reproduce,
+            "bench": cmd_bench, "soak": cmd_soak}
+
+
+# Commands whose arguments, options included, all go to a parser of their
+# own (argparse's REMAINDER does not take a leading option such as --help).
+PASS_THROUGH = ("bench", "soak")
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
     try:
+        if argv and argv[0] in PASS_THROUGH:
+            return COMMANDS[argv[0]](argparse.Namespace(rest=argv[1:]))
         args = build_parser().parse_args(argv)
         return COMMANDS[args.command](args)
     except CliError as e:

@@ -23,7 +23,8 @@ from stagevar_bench.netns import NetnsPair
 from stagevar_bench.sched import ThreadSched, threads_sched
 from stagevar_bench.servers import (LOOPBACK, TRACE_EVERY_REQUEST, HttpdServer, MemcachedServer, ServerError,
                                     build_binary)
-from stagevar_bench.stages import Stages, memcached_command, read_httpd_stages, read_memcached_stages
+from stagevar_bench import memcache_client as mc
+from stagevar_bench.stages import Stages, read_httpd_stages, read_memcached_stages
 
 FORMAT = "stagevar-results/1"
 MAX_RUNS = 30
@@ -252,14 +253,11 @@ def run_one(design: Design, level: Level, load: float, arrival: str, rep: int, s
                 if trace:
                     record["stages"] = read_stages(design, server, target)
                 if design.server == "memcached":
-                    stats = parse_memcached_stats(memcached_command(target.host, server.port, "stats",
-                                                                    target.client_netns))
+                    stats = mc.numbers(mc.stats(target.host, server.port, "", target.client_netns))
                     record["server_stats"] = {k: stats[k] for k in STATS_KEPT if k in stats}
                     if any(LRU_OPTION in a for a in args):
-                        lru = parse_memcached_stats(memcached_command(target.host, server.port,
-                                                                      "stats lru_amortized",
-                                                                      target.client_netns))
-                        record["lru_amortized"] = lru
+                        record["lru_amortized"] = mc.numbers(mc.stats(target.host, server.port,
+                                                                      "lru_amortized", target.client_netns))
         except (ServerError, ExperimentError, OSError, subprocess.TimeoutExpired, ValueError) as e:
             record["error"] = str(e).strip().splitlines()[0][:500] if str(e).strip() else repr(e)
     record["loadavg_after"] = machine.loadavg()
@@ -279,18 +277,6 @@ def worker_sched(design: Design, pid: int) -> ThreadSched:
 
 STATS_KEPT = ("lru_maintainer_juggles", "evictions", "curr_items", "moves_to_cold", "moves_to_warm",
               "rusage_user", "rusage_system", "threads", "get_hits", "get_misses")
-
-
-def parse_memcached_stats(text: str) -> dict[str, float]:
-    out: dict[str, float] = {}
-    for line in text.splitlines():
-        parts = line.split()
-        if len(parts) == 3 and parts[0] == "STAT":
-            try:
-                out[parts[1]] = float(parts[2])
-            except ValueError:
-                pass
-    return out
 
 
 def read_stages(design: Design, server: MemcachedServer | HttpdServer, target: Target) -> Stages:

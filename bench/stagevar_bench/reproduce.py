@@ -21,7 +21,7 @@ import sys
 import time
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from stagevar_bench import profile as prof
 from stagevar_bench.experiment import (LRU_OPTION, Design, ExperimentError, Level, compact_results,
@@ -209,7 +209,7 @@ def lru(size: Size, name: str, saturation: float) -> UseCase:
         designs.append(Design(name="lru-light", levels=[off, on, auto], loads=light, arrivals=["exp"],
                               runs=size.runs, seed=6,
                               description=where + "/".join(f"{f:.0%}" for f in LRU_LIGHT_SHARES[name])
-                              + f" of the saturation rate, into 256 MB: every key fits, no evictions. "
+                              + " of the saturation rate, into 256 MB: every key fits, no evictions. "
                               + knobs, **common_light))  # type: ignore[arg-type]
     if size.sweeps:
         budgets = {"tiny": [200], "quick": [10, 200]}.get(name, [10, 50, 200, 1000])

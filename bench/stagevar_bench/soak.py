@@ -38,6 +38,7 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from stagevar_bench.machine import loadavg_text
+from stagevar_bench import memcache_client as mc
 from stagevar_bench.memcache_client import read_until
 from stagevar_bench.servers import LOOPBACK, REPO, MemcachedServer, build_binary
 
@@ -106,10 +107,9 @@ class Side:
         if self.poll_conn is None:
             self.poll_conn = socket.create_connection((LOOPBACK, self.server.port), timeout=10)
         self.poll_conn.sendall(b"stats\r\n")
-        reply = read_until(self.poll_conn, b"END\r\n").decode()
+        fields = mc.parse_stats(read_until(self.poll_conn, b"END\r\n").decode())
         self.poll_conn.sendall(b"stats items\r\n")
         read_until(self.poll_conn, b"END\r\n")
-        fields = dict(line.split(" ", 2)[1:] for line in reply.splitlines() if line.startswith("STAT "))
         return {k: int(fields[k]) for k in POLLED_STATS}
 
     def sample(self, t: float) -> None:
@@ -353,7 +353,7 @@ class Parser(argparse.ArgumentParser):
 
 
 def parse_args(argv: Sequence[str]) -> argparse.Namespace:
-    p = Parser(prog="soak", description=__doc__.split("\n\n")[0])
+    p = Parser(prog="stagevar soak", description=__doc__.split("\n\n")[0])
     p.add_argument("--quick", action="store_true", help="2 minutes, a sample every 2 s")
     p.add_argument("--duration", default=None, help="run length, e.g. 30m, 600s, 1h (default 30m)")
     p.add_argument("--rate", default="4000", help="requests/s to each server (default 4000)")

@@ -11,12 +11,10 @@ from __future__ import annotations
 
 import json
 import math
-import socket
-import subprocess
-import sys
 from dataclasses import dataclass
 from typing import Mapping
 
+from stagevar_bench import memcache_client as mc
 from stagevar_bench.queueing import Unstable, pk_mean_response
 
 # The stages that add up to a request's time in the server (e1 -> e6).
@@ -26,17 +24,7 @@ Stages = dict[str, dict[str, float]]
 
 
 def parse_memcached_stages(text: str) -> Stages:
-    out: Stages = {}
-    for line in text.splitlines():
-        parts = line.split()
-        if len(parts) != 3 or parts[0] != "STAT" or ":" not in parts[1]:
-            continue
-        stage, fld = parts[1].split(":", 1)
-        try:
-            out.setdefault(stage, {})[fld.removesuffix("_ns")] = float(parts[2])
-        except ValueError:
-            continue
-    return out
+    return mc.stages(mc.parse_stats(text))
 
 
 def parse_httpd_stages(text: str) -> Stages:
@@ -48,56 +36,14 @@ def parse_httpd_stages(text: str) -> Stages:
     return out
 
 
-EXCHANGE = """
-import socket, sys
-host, port, until = sys.argv[1], int(sys.argv[2]), sys.argv[3].encode()
-s = socket.create_connection((host, port), timeout=10)
-s.sendall(sys.stdin.buffer.read())
-data = b""
-while True:
-    chunk = s.recv(65536)
-    if not chunk:
-        break
-    data += chunk
-    if until and data.endswith(until):
-        break
-sys.stdout.buffer.write(data)
-"""
-
-
-def exchange(host: str, port: int, request: bytes, until: bytes = b"",
-             netns: str | None = None) -> bytes:
-    """Send `request`, read until the peer closes or the reply ends with
-    `until`; from inside network namespace `netns` if given."""
-    if netns is not None:
-        out = subprocess.run(["ip", "netns", "exec", netns, sys.executable, "-c", EXCHANGE,
-                              host, str(port), until.decode()], input=request,
-                             capture_output=True, timeout=30)
-        if out.returncode != 0:
-            raise OSError(out.stderr.decode(errors="replace").strip().splitlines()[-1:])
-        return out.stdout
-    with socket.create_connection((host, port), timeout=10) as s:
-        s.sendall(request)
-        data = b""
-        while chunk := s.recv(65536):
-            data += chunk
-            if until and data.endswith(until):
-                break
-        return data
-
-
-def memcached_command(host: str, port: int, command: str, netns: str | None = None) -> str:
-    return exchange(host, port, f"{command}\r\n".encode(), b"END\r\n", netns).decode(errors="replace")
-
-
 def read_memcached_stages(host: str, port: int, netns: str | None = None) -> Stages:
-    return parse_memcached_stages(memcached_command(host, port, "stats stages", netns))
+    return mc.stages(mc.stats(host, port, "stages", netns))
 
 
 def read_httpd_stages(host: str, port: int, path: str = "/stage-stats?json",
                       netns: str | None = None) -> Stages:
     req = f"GET {path} HTTP/1.0\r\nHost: {host}\r\n\r\n".encode()
-    reply = exchange(host, port, req, b"", netns).decode(errors="replace")
+    reply = mc.exchange(host, port, req, b"", netns).decode(errors="replace")
     head, _, body = reply.partition("\r\n\r\n")
     if " 200 " not in head.splitlines()[0]:
         raise OSError(f"GET {path}: {head.splitlines()[0] if head else 'no reply'}")

@@ -351,7 +351,7 @@ def parse_pipeline(text: str) -> Pipeline:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(prog="stagevar bench trace", description=__doc__.split("\n\n")[0])
     parser.add_argument("--requests", type=int, default=4000,
                         help="requests in the shorter run (default: 4000)")
     parser.add_argument("--repeat", type=int, default=5,

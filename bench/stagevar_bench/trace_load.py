@@ -19,8 +19,6 @@ import contextlib
 import json
 import math
 import os
-import re
-import socket
 import subprocess
 import tempfile
 import time
@@ -28,6 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Sequence
 
+from stagevar_bench import memcache_client as mc
 from stagevar_bench.machine import loadgen_path, proc_cpu_ns, this_thread_cpu_ns
 from stagevar_bench.pipeline_client import (PipelineClient, PipelineResult, WindowHook, build_batches,
                                              preload, run_together)
@@ -48,16 +47,8 @@ class LoadSample:
 
 
 def requests_served(port: int) -> int:
-    with socket.create_connection((LOOPBACK, port), timeout=10) as s:
-        s.sendall(b"stats\r\n")
-        reply = b""
-        while not reply.endswith(b"END\r\n"):
-            chunk = s.recv(65536)
-            if not chunk:
-                raise RuntimeError("memcached closed the connection during stats")
-            reply += chunk
-    stats = dict(re.findall(rb"STAT (cmd_get|cmd_set) (\d+)", reply))
-    return int(stats[b"cmd_get"]) + int(stats[b"cmd_set"])
+    stats = mc.stats(LOOPBACK, port)
+    return int(stats["cmd_get"]) + int(stats["cmd_set"])
 
 
 def run_load(binary: Path, options: Sequence[str], cpus: tuple[int, int],

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import re
 
-import lru_amortized_bench
+from stagevar_bench import bench_lru
 
-QUANTITIES = (*lru_amortized_bench.QUANTILES, "k2r_var")
+QUANTITIES = (*bench_lru.QUANTILES, "k2r_var")
 NUMBER = r"(-?[\d.]+|nan|inf)"
 MEDIAN_CI = re.compile(rf"{NUMBER} \[{NUMBER}, {NUMBER}\]")
 
@@ -19,7 +19,7 @@ def runs(values: list[float]) -> list[dict[str, float]]:
 def test_a_cell_shows_medians_not_means_with_their_ci() -> None:
     # One run of five in overload: the mean (29.2) would hide the other four.
     thread = [10.0, 11.0, 12.0, 13.0, 100.0]
-    lines = lru_amortized_bench.cell_lines("det arrivals", {"thread": runs(thread)})
+    lines = bench_lru.cell_lines("det arrivals", {"thread": runs(thread)})
     row = lines[3]
     assert row.split()[0] == "thread"
     cells = MEDIAN_CI.findall(row)
@@ -30,7 +30,7 @@ def test_a_cell_shows_medians_not_means_with_their_ci() -> None:
 
 
 def test_ratios_are_of_the_medians() -> None:
-    lines = lru_amortized_bench.cell_lines("exp arrivals", {"thread": runs([10.0, 11.0, 12.0, 13.0, 100.0]),
+    lines = bench_lru.cell_lines("exp arrivals", {"thread": runs([10.0, 11.0, 12.0, 13.0, 100.0]),
                                                             "amortized": runs([6.0, 6.0, 6.0, 6.0, 6.0])})
     ratio = lines[-1]
     assert ratio.startswith("  amortized/thread, ratio of medians [95% CI]:")
@@ -42,5 +42,5 @@ def test_ratios_are_of_the_medians() -> None:
 
 
 def test_a_single_side_has_no_ratio_line() -> None:
-    lines = lru_amortized_bench.cell_lines("det", {"amortized": runs([1.0, 2.0])})
+    lines = bench_lru.cell_lines("det", {"amortized": runs([1.0, 2.0])})
     assert not any("ratio" in line for line in lines)

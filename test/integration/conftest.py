@@ -2,16 +2,13 @@
 from __future__ import annotations
 
 import subprocess
-import sys
 from pathlib import Path
 from typing import Iterator
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
-
-from stagevar_bench.machine import loadgen_path  # noqa: E402
-from stagevar_bench.servers import HttpdServer, MemcachedServer, build_binary  # noqa: E402
+from stagevar_bench.machine import loadgen_path
+from stagevar_bench.servers import HttpdServer, MemcachedServer, build_binary
 
 
 def binary_or_skip(variant: str, name: str) -> Path:

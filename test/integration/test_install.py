@@ -1,6 +1,7 @@
 """`make install prefix=DIR` leaves what a user runs, and each of it runs:
 the forks as drop-ins for the stock servers, loadgen and its manual
-page. loadgen's manual page lists every option `loadgen --help` does."""
+page, and the stagevar command. loadgen's manual page lists every option
+`loadgen --help` does."""
 from __future__ import annotations
 
 import re
@@ -29,7 +30,7 @@ def prefix(tmp_path_factory: pytest.TempPathFactory) -> Path:
     if not (top / "Makefile").exists() or not (build_dir() / "fork" / "bin" / "memcached").exists():
         pytest.skip("no configured and built tree (run make)")
     dest = tmp_path_factory.mktemp("install") / "prefix dir"
-    run("make", "-s", "install", f"prefix={dest}", cwd=top)
+    run("make", "-s", "install", f"prefix={dest}", cwd=top, timeout=900)
     return dest
 
 
@@ -43,6 +44,13 @@ def test_the_httpd_fork_is_installed_and_runs(prefix: Path) -> None:
 
 def test_loadgen_is_installed_and_runs(prefix: Path) -> None:
     assert run(prefix / "bin" / "loadgen", "--version").startswith("loadgen")
+
+
+def test_the_stagevar_command_is_installed_and_runs(prefix: Path) -> None:
+    stagevar = prefix / "bin" / "stagevar"
+    assert "reproduce" in run(stagevar, "--help")
+    assert "--schedule" in run(stagevar, "bench", "trace", "--help")
+    assert "--budget-sweep" in run(stagevar, "bench", "lru", "--help")
 
 
 def test_the_manual_page_is_installed(prefix: Path) -> None:

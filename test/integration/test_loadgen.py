@@ -24,6 +24,7 @@ from typing import Any, Callable, Iterator
 import pytest
 
 from conftest import binary_or_skip, loadgen_binary
+from stagevar_bench import memcache_client as mc
 from stagevar_bench.servers import LOOPBACK, HttpdServer, MemcachedServer, wait_for_port
 
 RUN_TIMEOUT_S = 60
@@ -39,19 +40,7 @@ def loadgen(tmp_path: Path, *args: str) -> tuple[dict[str, Any], str]:
 
 
 def memcached_stats(port: int) -> dict[str, int]:
-    with socket.create_connection((LOOPBACK, port), timeout=5) as s:
-        s.sendall(b"stats\r\n")
-        data = b""
-        while not data.endswith(b"END\r\n"):
-            chunk = s.recv(65536)
-            assert chunk, "memcached closed the stats connection"
-            data += chunk
-    stats = {}
-    for line in data.decode().splitlines():
-        parts = line.split()
-        if len(parts) == 3 and parts[0] == "STAT" and parts[2].isdigit():
-            stats[parts[1]] = int(parts[2])
-    return stats
+    return {k: int(v) for k, v in mc.stats(LOOPBACK, port).items() if v.isdigit()}
 
 
 def httpd_accesses(server: HttpdServer) -> int:

@@ -16,6 +16,7 @@ from pymemcache.client.base import Client
 from pymemcache.exceptions import MemcacheServerError
 
 from conftest import binary_or_skip
+from stagevar_bench import memcache_client as mc
 from stagevar_bench.servers import LOOPBACK, MemcachedServer
 
 BUDGET = ("-o", "lru_amortized_budget_us=20")
@@ -36,20 +37,7 @@ def client(server: MemcachedServer) -> Client:
 
 def stats(server: MemcachedServer, kind: str = "") -> dict[str, str]:
     """`stats [kind]` as {name: value}."""
-    command = f"stats {kind}".strip().encode() + b"\r\n"
-    with socket.create_connection((LOOPBACK, server.port), timeout=5) as s:
-        s.sendall(command)
-        reply = b""
-        while not reply.endswith(b"END\r\n"):
-            chunk = s.recv(65536)
-            assert chunk, f"connection closed after {reply!r}"
-            reply += chunk
-    result = {}
-    for line in reply.decode().splitlines()[:-1]:
-        tag, name, value = line.split(" ", 2)
-        assert tag == "STAT", line
-        result[name] = value
-    return result
+    return mc.stats(LOOPBACK, server.port, kind)
 
 
 def threads(server: MemcachedServer) -> list[tuple[int, str, str]]:

@@ -13,6 +13,7 @@ import pytest
 from pymemcache.client.base import Client
 
 from conftest import binary_or_skip
+from stagevar_bench import memcache_client as mc
 from stagevar_bench.servers import LOOPBACK, TRACE_EVERY_REQUEST, MemcachedServer
 from stagevar_bench.machine import proc_cpu_ns
 
@@ -52,14 +53,7 @@ def stages(server: MemcachedServer) -> dict[str, str]:
     """`stats stages` as {name: value}, once the replies the client has seen
     are recorded (see reset)."""
     time.sleep(0.05)
-    lines = ask(server, b"stats stages\r\n").decode().splitlines()
-    assert lines[-1] == "END"
-    stats = {}
-    for line in lines[:-1]:
-        tag, name, value = line.split(" ", 2)
-        assert tag == "STAT", line
-        stats[name] = value
-    return stats
+    return mc.stats(LOOPBACK, server.port, "stages")
 
 
 def reset(server: MemcachedServer) -> None:

@@ -28,8 +28,7 @@ import threading
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
-from stagevar_bench.servers import (LOOPBACK, HttpdServer, stop_process,  # noqa: E402
+from stagevar_bench.servers import (LOOPBACK, HttpdServer, stop_process,
                                     wait_for_port)
 
 POOL = """StartServers 2

@@ -21,9 +21,9 @@ import threading
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
 
-from stagevar_bench.servers import LOOPBACK, MemcachedServer  # noqa: E402
+from stagevar_bench import memcache_client as mc
+from stagevar_bench.servers import LOOPBACK, MemcachedServer
 
 STATS_KINDS = (b"", b"items", b"slabs", b"settings", b"lru_amortized", b"sizes", b"conns")
 
@@ -40,10 +40,7 @@ def ask(sock: socket.socket, command: bytes, ends: tuple[bytes, ...]) -> bytes:
 
 
 def stats(port: int, kind: bytes = b"") -> dict[str, str]:
-    with socket.create_connection((LOOPBACK, port), timeout=30) as s:
-        reply = ask(s, b"stats " + kind + b"\r\n", (b"END\r\n",))
-    return {parts[1]: parts[2] for parts in (line.split(" ", 2) for line in reply.decode().splitlines())
-            if len(parts) == 3}
+    return mc.stats(LOOPBACK, port, kind.decode())
 
 
 def setter(port: int, seed: int, stop: float, phase_at: float, errors: list[str]) -> None:

@@ -25,11 +25,9 @@ import subprocess
 import sys
 import threading
 import time
-from pathlib import Path
 
 # Runs on its own (tools/check-tsan): the shared client helper is in bench/.
-sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
-from stagevar_bench.memcache_client import read_until  # noqa: E402
+from stagevar_bench.memcache_client import read_until
 
 LOOPBACK = "127.0.0.1"
 

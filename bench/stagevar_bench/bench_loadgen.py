@@ -1,4 +1,3 @@
-#!/usr/bin/env python3
 """make bench-loadgen: how fast and how precise is one loadgen thread?
 
 One loadgen thread pinned to one CPU (--loadgen-cpu, default 0), a server
@@ -52,10 +51,8 @@ import time
 from pathlib import Path
 from typing import Any, Callable
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
-from stagevar_bench.machine import loadavg_text, loadgen_path, proc_user_sys_s  # noqa: E402
-from stagevar_bench.servers import (REPO, MemcachedServer, build_binary, free_port,  # noqa: E402
+from stagevar_bench.machine import loadavg_text, loadgen_path, proc_user_sys_s
+from stagevar_bench.servers import (REPO, MemcachedServer, build_binary, free_port,
                                     stop_process, wait_for_port)
 
 LOADGEN = loadgen_path()
@@ -256,8 +253,8 @@ def summary(name: str, runs: list[dict[str, Any]], mc_cap: float, mc_sys_us: flo
     return s
 
 
-def main() -> int:
-    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="stagevar bench loadgen", description=__doc__.split("\n\n")[0])
     p.add_argument("--repeats", type=int, default=3)
     p.add_argument("--duration", type=float, default=1.0, help="measurement per run, s (default 1)")
     p.add_argument("--warmup", type=float, default=0.3, help="warm-up per run, s (default 0.3)")
@@ -265,7 +262,7 @@ def main() -> int:
     p.add_argument("--loadgen-cpu", type=int, default=0)
     p.add_argument("--server-cpu", type=int, default=1)
     p.add_argument("--baseline", type=Path, help="another loadgen binary to measure alongside")
-    args = p.parse_args()
+    args = p.parse_args(argv)
     # Killed, still stop the servers (the with blocks): never leave one behind.
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     for path in [LOADGEN, STUB] + ([args.baseline] if args.baseline else []):

@@ -1,5 +1,4 @@
-#!/usr/bin/env python3
-"""make bench-lru: the memcached fork's LRU maintainer thread versus
+"""stagevar bench lru (make bench-lru): the memcached fork's LRU maintainer thread versus
 amortized maintenance (-o lru_amortized_budget_us), side by side.
 
 Setup (the reference paper's low-throughput case on a 2-core machine):
@@ -46,14 +45,12 @@ import statistics
 import subprocess
 import sys
 import tempfile
-from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
-from stagevar_bench.machine import loadavg_text, loadgen_path  # noqa: E402
-from stagevar_bench.servers import LOOPBACK, TRACE_EVERY_REQUEST, MemcachedServer, build_binary  # noqa: E402
-from stagevar_bench.stats import bootstrap_ci, bootstrap_ratio_ci  # noqa: E402
+from stagevar_bench import memcache_client as mc
+from stagevar_bench.machine import loadavg_text, loadgen_path
+from stagevar_bench.servers import LOOPBACK, TRACE_EVERY_REQUEST, MemcachedServer, build_binary
+from stagevar_bench.stats import bootstrap_ci, bootstrap_ratio_ci
 
 LOADGEN = loadgen_path()
 ARRIVALS = {"det": "det", "exp": "exp", "pareto": "pareto:cv2=4"}
@@ -64,15 +61,7 @@ TRACE = TRACE_EVERY_REQUEST     # cells count every request
 
 
 def stats(port: int, kind: str = "") -> dict[str, str]:
-    with socket.create_connection((LOOPBACK, port), timeout=10) as s:
-        s.sendall(f"stats {kind}\r\n".encode())
-        reply = b""
-        while not reply.endswith(b"END\r\n"):
-            chunk = s.recv(1 << 16)
-            if not chunk:
-                raise ConnectionError("server closed the connection")
-            reply += chunk
-    return {p[1]: p[2] for p in (line.split(" ", 2) for line in reply.decode().splitlines()) if len(p) == 3}
+    return mc.stats(LOOPBACK, port, kind)
 
 
 def reset(port: int) -> None:
@@ -211,8 +200,8 @@ def parse_budgets(text: str) -> list[int]:
     return sorted(int(i) for i in items)
 
 
-def main() -> int:
-    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="stagevar bench lru", description=__doc__.split("\n\n")[0])
     p.add_argument("--budget", type=int, default=20, help="lru_amortized_budget_us (default 20)")
     p.add_argument("--threads", type=int, default=1, help="memcached -t (default 1)")
     p.add_argument("--runs", type=int, default=5)
@@ -227,7 +216,7 @@ def main() -> int:
     p.add_argument("--sweep-load", type=float, default=0.7, help="fraction of saturation for --budget-sweep")
     p.add_argument("--server-cpu", type=int, default=0)
     p.add_argument("--loadgen-cpu", type=int, default=1)
-    args = p.parse_args()
+    args = p.parse_args(argv)
     if not LOADGEN.exists():
         print(f"bench-lru: {LOADGEN} is not built (run make)", file=sys.stderr)
         return 1
