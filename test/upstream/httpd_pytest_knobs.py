@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import json
 import os
-import sys
 from pathlib import Path
 from typing import Any, Iterator
 
@@ -29,9 +28,8 @@ import pytest
 
 
 def _append_include(include: str) -> None:
-    # The suite's conftest puts its own directory on sys.path the same way,
-    # so this is the very module its fixtures use.
-    sys.path.insert(0, os.getcwd())
+    # httpd-pytest puts the suite's own directory first on PYTHONPATH, so
+    # this is the very module its fixtures use.
     from pyhttpd.env import HttpdTestSetup  # type: ignore[import-not-found]
 
     original = HttpdTestSetup._make_modules_conf
