@@ -10,7 +10,8 @@ and measure what it does, with confidence intervals.
     stagevar bench trace|lru|loadgen ...   the benchmarks
     stagevar soak      ...   the amortized fork and stock side by side, for long
 
-Each command's --help says more; docs/stagevar.md documents them all.
+Each command's --help says more; docs/stagevar/ documents each on a page
+of its own (docs/stagevar/README.md lists them).
 """
 from __future__ import annotations
 
