@@ -217,19 +217,18 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--server-cpu", type=int, default=0)
     p.add_argument("--loadgen-cpu", type=int, default=1)
     args = p.parse_args(argv)
-    if not LOADGEN.exists():
-        print(f"bench-lru: {LOADGEN} is not built (run make)", file=sys.stderr)
-        return 1
-    loads = [float(x) for x in args.loads.split(",")]
+    try:
+        loads = [float(x) for x in args.loads.split(",")]
+    except ValueError:
+        p.error(f"--loads takes fractions of saturation like 0.3,0.7, not '{args.loads}'")
     arrivals = args.arrivals.split(",")
     if any(a not in ARRIVALS for a in arrivals):
-        print(f"bench-lru: --arrivals takes {','.join(ARRIVALS)}, not '{args.arrivals}'", file=sys.stderr)
-        return 1
-
+        p.error(f"--arrivals takes {','.join(ARRIVALS)}, not '{args.arrivals}'")
     budgets = parse_budgets(args.budget_sweep) if args.budget_sweep else []
     if args.budget_sweep and not budgets:
-        print(f"bench-lru: --budget-sweep takes positive integers like 1,2,5,10, not '{args.budget_sweep}'",
-              file=sys.stderr)
+        p.error(f"--budget-sweep takes positive integers like 1,2,5,10, not '{args.budget_sweep}'")
+    if not LOADGEN.exists():
+        print(f"bench-lru: {LOADGEN} is not built (run make)", file=sys.stderr)
         return 1
     sides = {"thread": TRACE, "amortized": f"{TRACE},lru_amortized_budget_us={args.budget}"}
     servers = {name: server(args, opts).start() for name, opts in sides.items()}

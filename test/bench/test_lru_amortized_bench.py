@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import re
 
+import pytest
+
 from stagevar_bench import bench_lru
 
 QUANTITIES = (*bench_lru.QUANTILES, "k2r_var")
@@ -44,3 +46,16 @@ def test_ratios_are_of_the_medians() -> None:
 def test_a_single_side_has_no_ratio_line() -> None:
     lines = bench_lru.cell_lines("det", {"amortized": runs([1.0, 2.0])})
     assert not any("ratio" in line for line in lines)
+
+
+@pytest.mark.parametrize("args, value", [
+    (["--arrivals", "det,poisson"], "'det,poisson'"),
+    (["--loads", "0.3,most"], "'0.3,most'"),
+    (["--budget-sweep", "1,0"], "'1,0'"),
+])
+def test_bad_arguments_exit_2_naming_the_value(args: list[str], value: str,
+                                               capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exit_:
+        bench_lru.main(args)
+    assert exit_.value.code == 2
+    assert value in capsys.readouterr().err.splitlines()[-1]
