@@ -1,6 +1,6 @@
 /*
  * libFuzzer target: the httpd fork's ProcessCoreList argument, parsed by
- * the directive's own handler, cpu_pinning_set_list(), compiled from the
+ * the directive's own handler, ap_cpu_pinning_set_list(), compiled from the
  * patched tree (build/src/httpd-fork/server/mpm/event/cpu_pinning.c).
  *
  * The file is included whole, so the harness sees the parsed bitmap; the
@@ -52,7 +52,7 @@ AP_DECLARE(void *) ap_retained_data_create(const char *key, apr_size_t size)
 AP_DECLARE(process_score *) ap_get_scoreboard_process(int x)
 {
     (void)x;
-    abort();    /* only cpu_pinning_choose() uses it, never called here */
+    abort();    /* only ap_cpu_pinning_choose() uses it, never called here */
 }
 
 /* ---- the reference ----------------------------------------------------- */
@@ -127,7 +127,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     ok = ref_parse(arg, &want);
     for (c = 0; ok && c < PIN_MAX_CPUS; c++)
         all_allowed &= !bits_has(&want, c) || bits_has(&allowed, c);
-    err = cpu_pinning_set_list(&cmd, NULL, arg);
+    err = ap_cpu_pinning_set_list(&cmd, NULL, arg);
     if ((err == NULL) != (ok && all_allowed))
         fail(err ? "valid list refused" : "invalid list accepted", arg, err);
     if (err == NULL && memcmp(&list, &want, sizeof(want)) != 0)
