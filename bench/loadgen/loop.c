@@ -131,7 +131,9 @@ void lg_thread_sent(lg_thread *t, const lg_req *req)
 {
     uint64_t err = req->sent_ns - req->sched_ns;
 
-    if (!req->measured)
+    /* A resent request was counted, and its schedule error taken, when
+     * it first went out. */
+    if (!req->measured || req->retries)
         return;
     t->st.c.sent++;
     sv_record(t->st.rec, LG_SCHED_ERR, (int64_t)err);
@@ -159,17 +161,38 @@ static void record_second(lg_thread *t, const lg_req *req, uint64_t now, uint64_
         s->completed++;
 }
 
-void lg_thread_reply(lg_thread *t, lg_conn *c, const lg_req *req, uint64_t now,
+/* The reply's time is the kernel's when it has one (tstamp.h); the
+ * loop's read time stays as a third figure, and the difference is the
+ * client's own delay in getting to the reply. */
+static uint64_t reply_time(lg_thread *t, const lg_req *req, const lg_rx_time *rx)
+{
+    int kernel;
+    uint64_t at = lg_ts_reply_at(rx, req->sent_ns, &kernel);
+
+    if (kernel) {
+        t->st.c.kernel_timed++;
+        sv_record(t->st.rec, LG_CLIENT_DELAY, (int64_t)(rx->mono_now - at));
+    } else {
+        t->st.c.loop_timed++;
+    }
+    sv_record(t->st.rec, LG_LAT_READ, (int64_t)(rx->mono_now - req->sched_ns));
+    t->st.c.sends_kernel_timed += req->tx_kernel;
+    return at;
+}
+
+void lg_thread_reply(lg_thread *t, lg_conn *c, const lg_req *req, const lg_rx_time *rx,
                      lg_reply_rc rc, const lg_reply *reply)
 {
-    uint64_t lat = now - req->sched_ns;
     lg_counters *k = &t->st.c;
+    uint64_t at, lat;
 
     if (!req->measured)
         return;
+    at = reply_time(t, req, rx);
+    lat = at - req->sched_ns;
     t->pending--;
     k->completed++;
-    k->in_window += now < t->measure_end;
+    k->in_window += at < t->measure_end;
     if (rc == LG_REPLY_OK)
         k->ok++;
     else
@@ -182,11 +205,17 @@ void lg_thread_reply(lg_thread *t, lg_conn *c, const lg_req *req, uint64_t now,
         k->sets++;
     }
     sv_record(t->st.rec, LG_LAT_SCHED, (int64_t)lat);
-    sv_record(t->st.rec, LG_LAT_SENT, (int64_t)(now - req->sent_ns));
+    sv_record(t->st.rec, LG_LAT_SENT, (int64_t)(at - req->sent_ns));
     sv_moments_add(&c->client->m, lat);
     sv_hist_add(&c->client->h, lat);
-    record_second(t, req, now, lat, rc != LG_REPLY_OK);
+    record_second(t, req, at, lat, rc != LG_REPLY_OK);
     __atomic_store_n(&t->progress, k->completed, __ATOMIC_RELAXED);
+}
+
+void lg_thread_retried(lg_thread *t, const lg_req *req)
+{
+    if (req->measured)
+        t->st.c.retried++;
 }
 
 void lg_thread_dropped(lg_thread *t, const lg_req *req, int sent)
@@ -385,6 +414,8 @@ static void make_request(lg_thread *t, lg_req *r, uint64_t sched)
 
     r->sched_ns = sched;
     r->sent_ns = 0;
+    r->retries = 0;
+    r->tx_kernel = 0;
     r->nkeys = 1;
     if (t->o->proto == LG_PROTO_HTTP) {
         r->op = LG_OP_HTTP;

@@ -21,7 +21,7 @@ enum {
     O_VERSION = 'V', O_WARMUP = 'w', O_PROTOCOL = 'P',
     O_TRACE = 256, O_SHAPE, O_CPUS, O_SEQ, O_RPC, O_MAXOUT, O_BATCH, O_NAGLE, O_KEYS,
     O_KEYSIZE, O_VALSIZE, O_GETRATIO, O_POP, O_MULTIGET, O_PRELOAD, O_PATH, O_PATHSFILE,
-    O_TIMEOUT, O_LATE, O_SPIN, O_SEED, O_JSON, O_NONLOOP, O_TTL,
+    O_TIMEOUT, O_LATE, O_SPIN, O_TSTAMP, O_SEED, O_JSON, O_NONLOOP, O_TTL,
 };
 
 static const struct option long_opts[] = {
@@ -57,6 +57,7 @@ static const struct option long_opts[] = {
     { "paths-file", required_argument, NULL, O_PATHSFILE },
     { "late-us", required_argument, NULL, O_LATE },
     { "spin-us", required_argument, NULL, O_SPIN },
+    { "timestamps", required_argument, NULL, O_TSTAMP },
     { "seed", required_argument, NULL, O_SEED },
     { "json", required_argument, NULL, O_JSON },
     { "quiet", no_argument, NULL, O_QUIET },
@@ -127,6 +128,11 @@ void lg_options_usage(FILE *out)
 "                             (default 50)\n"
 "      --spin-us N            busy-poll this long before each send instead of\n"
 "                             sleeping (default 100)\n"
+"      --timestamps MODE      where reply times come from: kernel (default;\n"
+"                             the kernel's RX stamp of the completing segment),\n"
+"                             kernel-tx (also send times from its TX stamp,\n"
+"                             for latency_sent; costs CPU), or loop (when the\n"
+"                             loop read the reply)\n"
 "      --seed N               random seed (default 1)\n"
 "      --json FILE            write the full report as JSON\n"
 "  -q, --quiet                no summary on stdout\n"
@@ -378,6 +384,22 @@ static int parse_workload_opt(lg_options *o, int c, const char *v, seen_opts *s,
     return 1;
 }
 
+const char *const lg_ts_mode_names[3] = { "kernel", "kernel-tx", "loop" };
+
+static int parse_timestamps(lg_options *o, const char *v, char *err)
+{
+    unsigned i;
+
+    for (i = 0; i < 3; i++) {
+        if (strcmp(v, lg_ts_mode_names[i]) == 0) {
+            o->timestamps = (lg_ts_mode)i;
+            return 0;
+        }
+    }
+    snprintf(err, LG_ERRLEN, "--timestamps: '%s' is not kernel, kernel-tx or loop", v);
+    return -1;
+}
+
 static int parse_output_opt(lg_options *o, int c, const char *v, char *err)
 {
     uint64_t us;
@@ -393,6 +415,7 @@ static int parse_output_opt(lg_options *o, int c, const char *v, char *err)
             return -1;
         o->spin_ns = (double)us * 1e3;
         return 0;
+    case O_TSTAMP: return parse_timestamps(o, v, err);
     case O_SEED: return opt_u("seed", v, 0, UINT64_MAX, &o->seed, err);
     case O_JSON: o->json = v; return 0;
     case O_QUIET: o->quiet = 1; return 0;
