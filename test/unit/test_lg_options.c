@@ -50,6 +50,7 @@ Test(options, bad_flags_are_named)
         { "--server 10.1.2.3", "'10.1.2.3' is not a loopback" },
         { "--server no.such.host.invalid", "no.such.host.invalid" },
         { "--batch-interval-us 0", "'0'" },
+        { "--timestamps hardware", "'hardware'" },
         { "--bogus", "'--bogus'" },
         { "-x", "'-x'" },
         { "stray", "'stray'" },
