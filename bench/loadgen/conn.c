@@ -308,8 +308,15 @@ static ssize_t recv_stamped(lg_conn *c, lg_rx_time *rx)
 
     rx->mono_now = sv_clock_monotonic_ns();
     rx->kernel_real = n > 0 ? lg_ts_from_msg(&msg) : 0;
-    /* The other clock, to put the stamp on the monotonic scale. */
-    rx->real_now = rx->kernel_real ? realtime_ns() : 0;
+    rx->real_now = 0;
+    if (rx->kernel_real) {
+        /* The other clock, to put the stamp on the monotonic scale: read
+         * between two monotonic reads, it stands for their midpoint, so a
+         * preemption between the reads does not move the stamp. */
+        uint64_t real = realtime_ns(), after = sv_clock_monotonic_ns();
+
+        rx->real_now = real - (after - rx->mono_now) / 2;
+    }
     errno = saved;
     return n;
 }
