@@ -99,6 +99,7 @@ int lg_thread_init(lg_thread *t, unsigned id, const lg_options *o, lg_run *run)
         lg_conn_init(&t->conns[i], t, i);
     }
     lg_rng_seed(&t->rng, o->seed, 0x10000 + id);
+    lg_margin_init(&t->margin);
     return 0;
 }
 
@@ -529,18 +530,28 @@ static uint64_t next_wake(const lg_thread *t)
     return wake;
 }
 
+/* Block in the event loop until `at` (or a socket is ready). A timer
+ * wake-up's lateness teaches --spin-us auto how early to stop sleeping. */
+static void sleep_until(lg_thread *t, uint64_t at, uint64_t now)
+{
+    arm_wake(t, at);
+    t->polled_ns = now;
+    event_base_loop(t->base, EVLOOP_ONCE);
+    now = sv_clock_monotonic_ns();
+    if (t->o->spin_auto && now >= at)
+        lg_margin_observe(&t->margin, now - at);
+}
+
 /* Sleep in the event loop until `spin` before the wake time, then poll
  * without blocking, then spin on the clock alone: a timer wakes up tens
  * of microseconds late on a busy machine, a poll loop within a few. */
 static uint64_t wait_until(lg_thread *t, uint64_t wake, uint64_t now)
 {
-    uint64_t spin = (uint64_t)t->o->spin_ns;
+    uint64_t spin = t->o->spin_auto ? lg_margin_ns(&t->margin) : (uint64_t)t->o->spin_ns;
 
     t->wake_ns = wake;
     if (wake > now + spin && wake > now + tight_ns(t)) {
-        arm_wake(t, wake - spin);
-        t->polled_ns = now;
-        event_base_loop(t->base, EVLOOP_ONCE);
+        sleep_until(t, wake - spin, now);
     } else if (wake > now + tight_ns(t) || now - t->polled_ns > MAX_UNPOLLED_NS) {
         t->polled_ns = now;
         event_base_loop(t->base, EVLOOP_NONBLOCK);

@@ -11,6 +11,7 @@
 
 #include "arrival.h"
 #include "conn.h"
+#include "margin.h"
 #include "options.h"
 #include "rng.h"
 #include "stats.h"
@@ -43,6 +44,7 @@ typedef struct lg_thread {
     uint64_t wake_ns;           /* when the loop must next act (send, flush, retry, end) */
     uint64_t pass_ns;           /* longest recent I/O callback, decaying */
     uint64_t polled_ns;         /* when the loop last polled its sockets */
+    lg_margin margin;           /* --spin-us auto: when to stop sleeping */
     uint64_t measure_start, measure_end, deadline;
     uint64_t to_measure;        /* --requests: measured requests left */
     int generating, measuring, ending, connecting;

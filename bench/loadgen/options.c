@@ -126,8 +126,10 @@ void lg_options_usage(FILE *out)
 "Measurement and output:\n"
 "      --late-us N            a send later than N us after its schedule is late\n"
 "                             (default 50)\n"
-"      --spin-us N            busy-poll this long before each send instead of\n"
-"                             sleeping (default 100)\n"
+"      --spin-us N|auto       stop sleeping N us before each send, then poll and\n"
+"                             spin; auto (default): the timer's recent p99.9\n"
+"                             lateness, 10..1000 us, so sends are as punctual\n"
+"                             as an always-spinning sender's\n"
 "      --timestamps MODE      where reply times come from: kernel (default;\n"
 "                             the kernel's RX stamp of the completing segment),\n"
 "                             kernel-tx (also send times from its TX stamp,\n"
@@ -288,7 +290,7 @@ static void set_defaults(lg_options *o, int argc, char **argv)
     o->wl.get_ratio = 0.9;
     o->wl.multiget = 1;
     o->late_ns = 50e3;
-    o->spin_ns = 100e3;
+    o->spin_auto = 1;
     o->seed = 1;
     o->argc = argc;
     o->argv = argv;
@@ -411,6 +413,9 @@ static int parse_output_opt(lg_options *o, int c, const char *v, char *err)
         o->late_ns = (double)us * 1e3;
         return 0;
     case O_SPIN:
+        o->spin_auto = strcmp(v, "auto") == 0;
+        if (o->spin_auto)
+            return 0;
         if (opt_u("spin-us", v, 0, 1000000, &us, err) < 0)
             return -1;
         o->spin_ns = (double)us * 1e3;

@@ -53,6 +53,7 @@ typedef struct {
     int preload;
     /* measurement */
     double late_ns, spin_ns;
+    int spin_auto;              /* --spin-us auto (margin.h); spin_ns unused */
     lg_ts_mode timestamps;
     uint64_t seed;
     const char *json;

@@ -262,16 +262,20 @@ static void json_meta(FILE *f, const lg_result *r)
     fprintf(f, ",\"port\":%u,\"threads\":%u,\"connections_per_thread\":%u,\"sequential_clients\":%u,"
             "\"requests_per_conn\":%u,\"mode\":\"%s\",\"max_outstanding\":%u,\"batch_interval_us\":%.3f,"
             "\"nagle\":%s,\"rate\":%.6g,\"warmup_s\":%.6g,\"duration_s\":%.6g,\"requests\":%llu,"
-            "\"timeout_s\":%.6g,\"late_us\":%.6g,\"spin_us\":%.6g,\"keys\":%llu,\"get_ratio\":%.6g,"
+            "\"timeout_s\":%.6g,\"late_us\":%.6g,\"keys\":%llu,\"get_ratio\":%.6g,"
             "\"multiget\":%u,\"ttl_s\":%u,\"ttl_fraction\":%.6g,\"preload_sets\":%llu,",
             o->port, o->threads, o->seq_clients ? 0 : o->conns, o->seq_clients,
             o->seq_clients ? o->reqs_per_conn : 0, o->max_outstanding ? "closed-loop" : "open-loop",
             o->max_outstanding, o->batch_ns / 1e3, o->nagle ? "true" : "false", o->rate,
             o->warmup_ns / 1e9, o->duration_ns / 1e9, (unsigned long long)o->requests,
-            o->timeout_ns / 1e9, o->late_ns / 1e3, o->spin_ns / 1e3, (unsigned long long)o->wl.keys,
+            o->timeout_ns / 1e9, o->late_ns / 1e3, (unsigned long long)o->wl.keys,
             o->wl.get_ratio, o->wl.multiget, o->wl.ttl.secs, o->wl.ttl.secs ? o->wl.ttl.fraction : 0,
             (unsigned long long)r->preload_sets);
     fprintf(f, "\"timestamps\":\"%s\",", lg_ts_mode_names[o->timestamps]);
+    if (o->spin_auto)
+        fputs("\"spin_us\":\"auto\",", f);
+    else
+        fprintf(f, "\"spin_us\":%.6g,", o->spin_ns / 1e3);
     json_arrival(f, o, lg_result_offered(r));
     fputs("}", f);
 }
@@ -365,8 +369,9 @@ static void json_cpu(FILE *f, const lg_result *r)
             "\"busy_fraction\":%.4f,\"process_user_s\":%.6f,\"process_sys_s\":%.6f,\"threads\":[",
             r->total.cpu_user_s, r->total.cpu_sys_s, w > 0 ? cpu / w : 0, lg_result_busy(r), pu, ps);
     for (t = 0; t < r->nthreads; t++)
-        fprintf(f, "%s{\"user_s\":%.6f,\"sys_s\":%.6f}", t ? "," : "", r->threads[t].st.cpu_user_s,
-                r->threads[t].st.cpu_sys_s);
+        fprintf(f, "%s{\"user_s\":%.6f,\"sys_s\":%.6f,\"spin_margin_us\":%.3f}", t ? "," : "",
+                r->threads[t].st.cpu_user_s, r->threads[t].st.cpu_sys_s,
+                (r->o->spin_auto ? (double)lg_margin_ns(&r->threads[t].margin) : r->o->spin_ns) / 1e3);
     fputs("]}", f);
 }
 
