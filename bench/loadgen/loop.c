@@ -530,8 +530,10 @@ static uint64_t next_wake(const lg_thread *t)
     return wake;
 }
 
-/* Block in the event loop until `at` (or a socket is ready). A timer
- * wake-up's lateness teaches --spin-us auto how early to stop sleeping. */
+/* Block in the event loop until `at` (or a socket is ready). How late
+ * past `at` the loop got back (the timer's wake-up, or a reply's callback
+ * that ran past it: either delays the send) teaches --spin-us auto how
+ * early to stop sleeping; an early return for a reply teaches nothing. */
 static void sleep_until(lg_thread *t, uint64_t at, uint64_t now)
 {
     arm_wake(t, at);
