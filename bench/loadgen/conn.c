@@ -10,12 +10,15 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <event2/event.h>
 
 #include "stagevar.h"
 #include "loop.h"
+#include "retry.h"
+#include "tstamp.h"
 
 #define READ_CHUNK 65536
 
@@ -116,6 +119,39 @@ static void conn_lost(lg_conn *c, uint64_t now, int failed)
     lg_thread_conn_down(c->t, c, now, failed);
 }
 
+/* The server ended the connection between replies: the requests it left
+ * unanswered go again, once (retry.h), re-encoded in order ahead of those
+ * not yet written; one cut in the middle of its bytes was never sent and
+ * goes again without using its retry. */
+static void resend_unanswered(lg_conn *c)
+{
+    size_t n = c->count, unanswered = c->written, i;
+
+    c->written = 0;
+    lg_buf_clear(&c->out);
+    c->boundary = c->out_off;
+    for (i = 0; i < n; i++) {
+        lg_req r = *ring_at(c, 0);
+
+        ring_pop(c);
+        if (i < unanswered && !lg_retry_take(&r)) {
+            lg_thread_dropped(c->t, &r, 1);
+            continue;
+        }
+        if (i < unanswered)
+            lg_thread_retried(c->t, &r);
+        if (lg_conn_enqueue(c, &r) < 0)
+            lg_thread_dropped(c->t, &r, 1);
+    }
+}
+
+static void closed_between_replies(lg_conn *c, uint64_t now)
+{
+    resend_unanswered(c);
+    drop_socket(c);
+    lg_thread_conn_down(c->t, c, now, 0);
+}
+
 /* ---- writing ----------------------------------------------------------- */
 
 static int batching(const lg_conn *c)
@@ -135,6 +171,7 @@ int lg_conn_enqueue(lg_conn *c, const lg_req *req)
     r = ring_at(c, c->count - 1);
     r->end_off = c->out_off + lg_buf_len(&c->out);
     r->sent_ns = 0;
+    r->tx_kernel = 0;
     return 0;
 }
 
@@ -221,7 +258,7 @@ static lg_reply_rc parse_one(const lg_conn *c, const lg_req *r, lg_reply *rep)
 
 /* Match complete replies to the oldest sent requests; 0 if the
  * connection is still usable. */
-static int consume_replies(lg_conn *c, uint64_t now)
+static int consume_replies(lg_conn *c, const lg_rx_time *rx)
 {
     while (lg_buf_len(&c->in) > 0) {
         lg_reply rep;
@@ -234,42 +271,114 @@ static int consume_replies(lg_conn *c, uint64_t now)
             /* Bytes nobody asked for, or a reply that does not fit: from
              * here on we cannot tell which reply is which. */
             lg_thread_unexpected(c->t);
-            conn_lost(c, now, 1);
+            conn_lost(c, rx->mono_now, 1);
             return -1;
         }
         /* Recorded from its ring slot, which stays put until popped. */
-        lg_thread_reply(c->t, c, ring_at(c, 0), now, rc, &rep);
+        lg_thread_reply(c->t, c, ring_at(c, 0), rx, rc, &rep);
         ring_pop(c);
         c->written--;
         lg_buf_consume(&c->in, rep.len);
         if (rep.close) {
-            conn_lost(c, now, 0);
+            closed_between_replies(c, rx->mono_now);
             return -1;
         }
     }
     return 0;
 }
 
+static uint64_t realtime_ns(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
+}
+
+/* recv() that also collects the kernel's RX stamp of the last segment it
+ * read: the one that completed any reply this read completes. */
+static ssize_t recv_stamped(lg_conn *c, lg_rx_time *rx)
+{
+    union { struct cmsghdr align; char buf[256]; } control;
+    struct iovec iov = { lg_buf_tail(&c->in), c->in.cap - c->in.end };
+    struct msghdr msg = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = control.buf,
+                          .msg_controllen = sizeof(control.buf) };
+    ssize_t n = recvmsg(c->fd, &msg, MSG_DONTWAIT);
+    int saved = errno;
+
+    rx->mono_now = sv_clock_monotonic_ns();
+    rx->kernel_real = n > 0 ? lg_ts_from_msg(&msg) : 0;
+    rx->real_now = 0;
+    if (rx->kernel_real) {
+        /* The other clock, to put the stamp on the monotonic scale: read
+         * between two monotonic reads, it stands for their midpoint, so a
+         * preemption between the reads does not move the stamp. */
+        uint64_t real = realtime_ns(), after = sv_clock_monotonic_ns();
+
+        rx->real_now = real - (after - rx->mono_now) / 2;
+    }
+    errno = saved;
+    return n;
+}
+
+/* A TX stamp covers every request whose last byte its send() carried. */
+static void stamp_sends(lg_conn *c, uint32_t key, uint64_t at)
+{
+    size_t i;
+
+    for (i = 0; i < c->written; i++) {
+        lg_req *r = ring_at(c, i);
+
+        if ((int32_t)((uint32_t)(r->end_off - 1 - c->ts_base) - key) > 0)
+            break;
+        if (!r->tx_kernel && at >= r->sent_ns) {
+            r->sent_ns = at;
+            r->tx_kernel = 1;
+        }
+    }
+}
+
+/* TX stamps wait on the socket's error queue (which is also what wakes
+ * the loop for them): take them before the replies they may precede. */
+static void drain_tx_stamps(lg_conn *c)
+{
+    union { struct cmsghdr align; char buf[256]; } control;
+
+    for (;;) {
+        struct msghdr msg = { .msg_control = control.buf, .msg_controllen = sizeof(control.buf) };
+        uint32_t key;
+        uint64_t real;
+
+        if (recvmsg(c->fd, &msg, MSG_ERRQUEUE | MSG_DONTWAIT) < 0)
+            return;
+        if (lg_ts_tx_from_msg(&msg, &key, &real))
+            stamp_sends(c, key, lg_ts_to_mono(real, realtime_ns(), sv_clock_monotonic_ns()));
+    }
+}
+
 static void read_replies(lg_conn *c)
 {
+    lg_rx_time rx;
     ssize_t n;
-    uint64_t now;
 
+    if (c->tx_stamps)
+        drain_tx_stamps(c);
     if (lg_buf_reserve(&c->in, READ_CHUNK) < 0)
         return;
-    n = recv(c->fd, lg_buf_tail(&c->in), c->in.cap - c->in.end, MSG_DONTWAIT);
-    now = sv_clock_monotonic_ns();
+    n = recv_stamped(c, &rx);
     if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR))
         return;
     if (n <= 0) {
-        /* The server closed (or reset) the connection. */
-        conn_lost(c, now, n < 0 || c->written > 0);
+        if (lg_retry_clean_close(c->t->o->proto == LG_PROTO_HTTP, lg_buf_len(&c->in), n, errno))
+            closed_between_replies(c, rx.mono_now);
+        else    /* The server closed (or reset) the connection. */
+            conn_lost(c, rx.mono_now, n < 0 || c->written > 0);
         return;
     }
     c->in.end += (size_t)n;
-    if (consume_replies(c, now) < 0)
+    if (consume_replies(c, &rx) < 0)
         return;
-    maybe_recycle(c, now);
+    maybe_recycle(c, rx.mono_now);
     if (c->state == LG_CONN_UP && !batching(c))
         lg_conn_flush(c);
 }
@@ -286,6 +395,23 @@ static void on_read(evutil_socket_t fd, short what, void *arg)
 }
 
 /* ---- connecting -------------------------------------------------------- */
+
+/* Asked for once connected (TX stamp keys start at the first byte sent
+ * after this). If the kernel refuses, replies are timed by the loop and
+ * the report counts them. */
+static void enable_stamps(lg_conn *c)
+{
+    lg_ts_mode mode = c->t->o->timestamps;
+
+    c->tx_stamps = 0;
+    c->ts_base = c->out_off;
+    if (mode == LG_TS_LOOP)
+        return;
+    if (mode == LG_TS_KERNEL_TX && lg_ts_enable(c->fd, 1) == 0)
+        c->tx_stamps = 1;
+    else
+        lg_ts_enable(c->fd, 0);
+}
 
 static void on_writable(evutil_socket_t fd, short what, void *arg)
 {
@@ -307,6 +433,7 @@ static void on_writable(evutil_socket_t fd, short what, void *arg)
         return;
     }
     c->state = LG_CONN_UP;
+    enable_stamps(c);
     c->budget = c->t->o->seq_clients ? c->t->o->reqs_per_conn : UINT_MAX;
     event_add(c->rev, NULL);
     lg_thread_connected(c->t, c, now);

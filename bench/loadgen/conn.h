@@ -38,6 +38,8 @@ typedef struct lg_conn {
     uint64_t out_off;           /* stream offset of out's first byte */
     uint64_t boundary;          /* stream offset where the first unsent request starts */
     unsigned budget;            /* requests this connection may still take */
+    int tx_stamps;              /* the kernel reports TX stamps on this socket */
+    uint64_t ts_base;           /* stream offset of TX stamp key 0 */
     uint64_t connect_ns;        /* when connect() was called */
     uint64_t retry_ns;          /* DOWN: reconnect not before this */
     lg_client_stats *client;    /* this slot's latency view */

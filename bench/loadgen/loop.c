@@ -99,6 +99,7 @@ int lg_thread_init(lg_thread *t, unsigned id, const lg_options *o, lg_run *run)
         lg_conn_init(&t->conns[i], t, i);
     }
     lg_rng_seed(&t->rng, o->seed, 0x10000 + id);
+    lg_margin_init(&t->margin);
     return 0;
 }
 
@@ -131,7 +132,9 @@ void lg_thread_sent(lg_thread *t, const lg_req *req)
 {
     uint64_t err = req->sent_ns - req->sched_ns;
 
-    if (!req->measured)
+    /* A resent request was counted, and its schedule error taken, when
+     * it first went out. */
+    if (!req->measured || req->retries)
         return;
     t->st.c.sent++;
     sv_record(t->st.rec, LG_SCHED_ERR, (int64_t)err);
@@ -159,17 +162,38 @@ static void record_second(lg_thread *t, const lg_req *req, uint64_t now, uint64_
         s->completed++;
 }
 
-void lg_thread_reply(lg_thread *t, lg_conn *c, const lg_req *req, uint64_t now,
+/* The reply's time is the kernel's when it has one (tstamp.h); the
+ * loop's read time stays as a third figure, and the difference is the
+ * client's own delay in getting to the reply. */
+static uint64_t reply_time(lg_thread *t, const lg_req *req, const lg_rx_time *rx)
+{
+    int kernel;
+    uint64_t at = lg_ts_reply_at(rx, req->sent_ns, &kernel);
+
+    if (kernel) {
+        t->st.c.kernel_timed++;
+        sv_record(t->st.rec, LG_CLIENT_DELAY, (int64_t)(rx->mono_now - at));
+    } else {
+        t->st.c.loop_timed++;
+    }
+    sv_record(t->st.rec, LG_LAT_READ, (int64_t)(rx->mono_now - req->sched_ns));
+    t->st.c.sends_kernel_timed += req->tx_kernel;
+    return at;
+}
+
+void lg_thread_reply(lg_thread *t, lg_conn *c, const lg_req *req, const lg_rx_time *rx,
                      lg_reply_rc rc, const lg_reply *reply)
 {
-    uint64_t lat = now - req->sched_ns;
     lg_counters *k = &t->st.c;
+    uint64_t at, lat;
 
     if (!req->measured)
         return;
+    at = reply_time(t, req, rx);
+    lat = at - req->sched_ns;
     t->pending--;
     k->completed++;
-    k->in_window += now < t->measure_end;
+    k->in_window += at < t->measure_end;
     if (rc == LG_REPLY_OK)
         k->ok++;
     else
@@ -182,11 +206,17 @@ void lg_thread_reply(lg_thread *t, lg_conn *c, const lg_req *req, uint64_t now,
         k->sets++;
     }
     sv_record(t->st.rec, LG_LAT_SCHED, (int64_t)lat);
-    sv_record(t->st.rec, LG_LAT_SENT, (int64_t)(now - req->sent_ns));
+    sv_record(t->st.rec, LG_LAT_SENT, (int64_t)(at - req->sent_ns));
     sv_moments_add(&c->client->m, lat);
     sv_hist_add(&c->client->h, lat);
-    record_second(t, req, now, lat, rc != LG_REPLY_OK);
+    record_second(t, req, at, lat, rc != LG_REPLY_OK);
     __atomic_store_n(&t->progress, k->completed, __ATOMIC_RELAXED);
+}
+
+void lg_thread_retried(lg_thread *t, const lg_req *req)
+{
+    if (req->measured)
+        t->st.c.retried++;
 }
 
 void lg_thread_dropped(lg_thread *t, const lg_req *req, int sent)
@@ -385,6 +415,8 @@ static void make_request(lg_thread *t, lg_req *r, uint64_t sched)
 
     r->sched_ns = sched;
     r->sent_ns = 0;
+    r->retries = 0;
+    r->tx_kernel = 0;
     r->nkeys = 1;
     if (t->o->proto == LG_PROTO_HTTP) {
         r->op = LG_OP_HTTP;
@@ -498,18 +530,30 @@ static uint64_t next_wake(const lg_thread *t)
     return wake;
 }
 
+/* Block in the event loop until `at` (or a socket is ready). How late
+ * past `at` the loop got back (the timer's wake-up, or a reply's callback
+ * that ran past it: either delays the send) teaches --spin-us auto how
+ * early to stop sleeping; an early return for a reply teaches nothing. */
+static void sleep_until(lg_thread *t, uint64_t at, uint64_t now)
+{
+    arm_wake(t, at);
+    t->polled_ns = now;
+    event_base_loop(t->base, EVLOOP_ONCE);
+    now = sv_clock_monotonic_ns();
+    if (t->o->spin_auto && now >= at)
+        lg_margin_observe(&t->margin, now - at);
+}
+
 /* Sleep in the event loop until `spin` before the wake time, then poll
  * without blocking, then spin on the clock alone: a timer wakes up tens
  * of microseconds late on a busy machine, a poll loop within a few. */
 static uint64_t wait_until(lg_thread *t, uint64_t wake, uint64_t now)
 {
-    uint64_t spin = (uint64_t)t->o->spin_ns;
+    uint64_t spin = t->o->spin_auto ? lg_margin_ns(&t->margin) : (uint64_t)t->o->spin_ns;
 
     t->wake_ns = wake;
     if (wake > now + spin && wake > now + tight_ns(t)) {
-        arm_wake(t, wake - spin);
-        t->polled_ns = now;
-        event_base_loop(t->base, EVLOOP_ONCE);
+        sleep_until(t, wake - spin, now);
     } else if (wake > now + tight_ns(t) || now - t->polled_ns > MAX_UNPOLLED_NS) {
         t->polled_ns = now;
         event_base_loop(t->base, EVLOOP_NONBLOCK);

@@ -11,9 +11,11 @@
 
 #include "arrival.h"
 #include "conn.h"
+#include "margin.h"
 #include "options.h"
 #include "rng.h"
 #include "stats.h"
+#include "tstamp.h"
 
 struct event_base;
 struct event;
@@ -42,6 +44,7 @@ typedef struct lg_thread {
     uint64_t wake_ns;           /* when the loop must next act (send, flush, retry, end) */
     uint64_t pass_ns;           /* longest recent I/O callback, decaying */
     uint64_t polled_ns;         /* when the loop last polled its sockets */
+    lg_margin margin;           /* --spin-us auto: when to stop sleeping */
     uint64_t measure_start, measure_end, deadline;
     uint64_t to_measure;        /* --requests: measured requests left */
     int generating, measuring, ending, connecting;
@@ -66,8 +69,11 @@ void *lg_thread_main(void *arg);
 void lg_thread_sent(lg_thread *t, const lg_req *req);
 /* One write() carried `n` requests. */
 void lg_thread_batch(lg_thread *t, unsigned n);
-void lg_thread_reply(lg_thread *t, lg_conn *c, const lg_req *req, uint64_t now,
+/* A reply to `req` came in the read `rx` describes. */
+void lg_thread_reply(lg_thread *t, lg_conn *c, const lg_req *req, const lg_rx_time *rx,
                      lg_reply_rc rc, const lg_reply *reply);
+/* A request goes again after a keep-alive close (retry.h). */
+void lg_thread_retried(lg_thread *t, const lg_req *req);
 /* A request will never be answered: lost with its connection
  * (`sent`), or still queued when the run ended. */
 void lg_thread_dropped(lg_thread *t, const lg_req *req, int sent);

@@ -21,7 +21,7 @@ enum {
     O_VERSION = 'V', O_WARMUP = 'w', O_PROTOCOL = 'P',
     O_TRACE = 256, O_SHAPE, O_CPUS, O_SEQ, O_RPC, O_MAXOUT, O_BATCH, O_NAGLE, O_KEYS,
     O_KEYSIZE, O_VALSIZE, O_GETRATIO, O_POP, O_MULTIGET, O_PRELOAD, O_PATH, O_PATHSFILE,
-    O_TIMEOUT, O_LATE, O_SPIN, O_SEED, O_JSON, O_NONLOOP, O_TTL,
+    O_TIMEOUT, O_LATE, O_SPIN, O_TSTAMP, O_SEED, O_JSON, O_NONLOOP, O_TTL,
 };
 
 static const struct option long_opts[] = {
@@ -57,6 +57,7 @@ static const struct option long_opts[] = {
     { "paths-file", required_argument, NULL, O_PATHSFILE },
     { "late-us", required_argument, NULL, O_LATE },
     { "spin-us", required_argument, NULL, O_SPIN },
+    { "timestamps", required_argument, NULL, O_TSTAMP },
     { "seed", required_argument, NULL, O_SEED },
     { "json", required_argument, NULL, O_JSON },
     { "quiet", no_argument, NULL, O_QUIET },
@@ -125,8 +126,15 @@ void lg_options_usage(FILE *out)
 "Measurement and output:\n"
 "      --late-us N            a send later than N us after its schedule is late\n"
 "                             (default 50)\n"
-"      --spin-us N            busy-poll this long before each send instead of\n"
-"                             sleeping (default 100)\n"
+"      --spin-us N|auto       stop sleeping N us before each send, then poll and\n"
+"                             spin; auto (default): the timer's recent p99.5\n"
+"                             lateness, 10..200 us, so sends are as punctual\n"
+"                             as an always-spinning sender's\n"
+"      --timestamps MODE      where reply times come from: kernel (default;\n"
+"                             the kernel's RX stamp of the completing segment),\n"
+"                             kernel-tx (also send times from its TX stamp,\n"
+"                             for latency_sent; costs CPU), or loop (when the\n"
+"                             loop read the reply)\n"
 "      --seed N               random seed (default 1)\n"
 "      --json FILE            write the full report as JSON\n"
 "  -q, --quiet                no summary on stdout\n"
@@ -282,7 +290,7 @@ static void set_defaults(lg_options *o, int argc, char **argv)
     o->wl.get_ratio = 0.9;
     o->wl.multiget = 1;
     o->late_ns = 50e3;
-    o->spin_ns = 100e3;
+    o->spin_auto = 1;
     o->seed = 1;
     o->argc = argc;
     o->argv = argv;
@@ -378,6 +386,22 @@ static int parse_workload_opt(lg_options *o, int c, const char *v, seen_opts *s,
     return 1;
 }
 
+const char *const lg_ts_mode_names[3] = { "kernel", "kernel-tx", "loop" };
+
+static int parse_timestamps(lg_options *o, const char *v, char *err)
+{
+    unsigned i;
+
+    for (i = 0; i < 3; i++) {
+        if (strcmp(v, lg_ts_mode_names[i]) == 0) {
+            o->timestamps = (lg_ts_mode)i;
+            return 0;
+        }
+    }
+    snprintf(err, LG_ERRLEN, "--timestamps: '%s' is not kernel, kernel-tx or loop", v);
+    return -1;
+}
+
 static int parse_output_opt(lg_options *o, int c, const char *v, char *err)
 {
     uint64_t us;
@@ -389,10 +413,14 @@ static int parse_output_opt(lg_options *o, int c, const char *v, char *err)
         o->late_ns = (double)us * 1e3;
         return 0;
     case O_SPIN:
+        o->spin_auto = strcmp(v, "auto") == 0;
+        if (o->spin_auto)
+            return 0;
         if (opt_u("spin-us", v, 0, 1000000, &us, err) < 0)
             return -1;
         o->spin_ns = (double)us * 1e3;
         return 0;
+    case O_TSTAMP: return parse_timestamps(o, v, err);
     case O_SEED: return opt_u("seed", v, 0, UINT64_MAX, &o->seed, err);
     case O_JSON: o->json = v; return 0;
     case O_QUIET: o->quiet = 1; return 0;

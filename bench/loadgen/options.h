@@ -13,6 +13,9 @@
 #include "workload.h"
 
 typedef enum { LG_PROTO_MEMCACHE, LG_PROTO_HTTP } lg_proto;
+/* Where reply (and send) times come from: see tstamp.h. */
+typedef enum { LG_TS_KERNEL, LG_TS_KERNEL_TX, LG_TS_LOOP } lg_ts_mode;
+extern const char *const lg_ts_mode_names[3];  /* as --timestamps spells them */
 
 #define LG_MAX_CPUS 1024
 
@@ -50,6 +53,8 @@ typedef struct {
     int preload;
     /* measurement */
     double late_ns, spin_ns;
+    int spin_auto;              /* --spin-us auto (margin.h); spin_ns unused */
+    lg_ts_mode timestamps;
     uint64_t seed;
     const char *json;
     int quiet;

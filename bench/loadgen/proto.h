@@ -22,10 +22,13 @@ typedef enum { LG_OP_GET, LG_OP_SET, LG_OP_HTTP } lg_op;
 /* One request from its scheduled time to its reply. */
 typedef struct {
     uint64_t sched_ns;      /* when the arrival process said to send it */
-    uint64_t sent_ns;       /* when write() took its last byte (0: not yet) */
+    uint64_t sent_ns;       /* when write() took its last byte (0: not yet); with
+                             * --timestamps kernel-tx, the kernel's TX stamp once known */
     uint64_t end_off;       /* connection stream offset just past its bytes */
     uint8_t op;
     uint8_t measured;       /* scheduled inside the measurement phase */
+    uint8_t retries;        /* resent after a keep-alive close (retry.h) */
+    uint8_t tx_kernel;      /* sent_ns is the kernel's TX stamp */
     uint16_t nkeys;
     uint32_t key[LG_MAX_MULTIGET];  /* key indices, or key[0] = path index */
 } lg_req;

@@ -114,6 +114,9 @@ static void text_counts(FILE *out, const lg_result *r)
             (unsigned long long)c->errors, (unsigned long long)c->unexpected,
             (unsigned long long)c->lost, (unsigned long long)c->timeouts,
             (unsigned long long)c->late, r->o->late_ns / 1e3, (unsigned long long)c->connect_errors);
+    if (r->o->proto == LG_PROTO_HTTP)
+        fprintf(out, "  keep-alive             retried %llu (resent after the server closed; not lost)\n",
+                (unsigned long long)c->retried);
     if (r->o->proto == LG_PROTO_MEMCACHE)
         fprintf(out, "  memcache               gets %llu (keys %llu, hits %llu)  sets %llu\n",
                 (unsigned long long)c->gets, (unsigned long long)c->get_keys,
@@ -130,6 +133,20 @@ static void text_clients(FILE *out, const lg_result *r)
             v.any ? "  [DISAGREE: clients saw different latencies; trust the merged figure]" : "");
 }
 
+/* Where reply times came from, and how long the loop took to read them. */
+static void text_reply_timing(FILE *out, const lg_result *r)
+{
+    const lg_counters *c = &r->total.c;
+    const sv_stage *d = stage(r, LG_CLIENT_DELAY);
+
+    fprintf(out, "  reply times            kernel %llu  loop %llu (no kernel stamp)", (unsigned long long)c->kernel_timed,
+            (unsigned long long)c->loop_timed);
+    if (r->o->timestamps == LG_TS_KERNEL_TX)
+        fprintf(out, "  sends timed by kernel %llu", (unsigned long long)c->sends_kernel_timed);
+    fprintf(out, "\n  client delay (us)      p50 %.2f  p99 %.2f  max %.1f  (kernel receive to loop read)\n",
+            quantile(d, 0.5) / 1e3, quantile(d, 0.99) / 1e3, (double)d->moments.max / 1e3);
+}
+
 void lg_report_text(FILE *out, const lg_result *r)
 {
     const sv_stage *err = stage(r, LG_SCHED_ERR), *batch = stage(r, LG_BATCH);
@@ -140,6 +157,8 @@ void lg_report_text(FILE *out, const lg_result *r)
     fprintf(out, "  latency (us)\n");
     text_latency(out, "from schedule", stage(r, LG_LAT_SCHED));
     text_latency(out, "from actual send", stage(r, LG_LAT_SENT));
+    text_latency(out, "from sched to read", stage(r, LG_LAT_READ));
+    text_reply_timing(out, r);
     fprintf(out, "  schedule error (us)    p50 %.2f  p99 %.2f  max %.1f\n", quantile(err, 0.5) / 1e3,
             quantile(err, 0.99) / 1e3, (double)err->moments.max / 1e3);
     fprintf(out, "  requests per write     mean %.2f  p99 %llu  max %llu\n", batch->moments.mean,
@@ -243,15 +262,20 @@ static void json_meta(FILE *f, const lg_result *r)
     fprintf(f, ",\"port\":%u,\"threads\":%u,\"connections_per_thread\":%u,\"sequential_clients\":%u,"
             "\"requests_per_conn\":%u,\"mode\":\"%s\",\"max_outstanding\":%u,\"batch_interval_us\":%.3f,"
             "\"nagle\":%s,\"rate\":%.6g,\"warmup_s\":%.6g,\"duration_s\":%.6g,\"requests\":%llu,"
-            "\"timeout_s\":%.6g,\"late_us\":%.6g,\"spin_us\":%.6g,\"keys\":%llu,\"get_ratio\":%.6g,"
+            "\"timeout_s\":%.6g,\"late_us\":%.6g,\"keys\":%llu,\"get_ratio\":%.6g,"
             "\"multiget\":%u,\"ttl_s\":%u,\"ttl_fraction\":%.6g,\"preload_sets\":%llu,",
             o->port, o->threads, o->seq_clients ? 0 : o->conns, o->seq_clients,
             o->seq_clients ? o->reqs_per_conn : 0, o->max_outstanding ? "closed-loop" : "open-loop",
             o->max_outstanding, o->batch_ns / 1e3, o->nagle ? "true" : "false", o->rate,
             o->warmup_ns / 1e9, o->duration_ns / 1e9, (unsigned long long)o->requests,
-            o->timeout_ns / 1e9, o->late_ns / 1e3, o->spin_ns / 1e3, (unsigned long long)o->wl.keys,
+            o->timeout_ns / 1e9, o->late_ns / 1e3, (unsigned long long)o->wl.keys,
             o->wl.get_ratio, o->wl.multiget, o->wl.ttl.secs, o->wl.ttl.secs ? o->wl.ttl.fraction : 0,
             (unsigned long long)r->preload_sets);
+    fprintf(f, "\"timestamps\":\"%s\",", lg_ts_mode_names[o->timestamps]);
+    if (o->spin_auto)
+        fputs("\"spin_us\":\"auto\",", f);
+    else
+        fprintf(f, "\"spin_us\":%.6g,", o->spin_ns / 1e3);
     json_arrival(f, o, lg_result_offered(r));
     fputs("}", f);
 }
@@ -267,13 +291,16 @@ static void json_counts(FILE *f, const lg_result *r)
     fprintf(f, "\"counts\":{\"scheduled\":%llu,\"sent\":%llu,\"completed\":%llu,\"completed_in_window\":%llu,\"ok\":%llu,\"errors\":%llu,"
             "\"unexpected\":%llu,\"lost\":%llu,\"timeouts\":%llu,\"late\":%llu,\"gets\":%llu,\"get_keys\":%llu,"
             "\"hits\":%llu,\"sets\":%llu,\"connections_opened\":%llu,\"connect_errors\":%llu,"
-            "\"warmup_requests\":%llu}",
+            "\"warmup_requests\":%llu,\"retried\":%llu,\"kernel_timed\":%llu,\"loop_timed\":%llu,"
+            "\"sends_kernel_timed\":%llu}",
             (unsigned long long)c->scheduled, (unsigned long long)c->sent, (unsigned long long)c->completed,
             (unsigned long long)c->in_window, (unsigned long long)c->ok, (unsigned long long)c->errors, (unsigned long long)c->unexpected,
             (unsigned long long)c->lost, (unsigned long long)c->timeouts, (unsigned long long)c->late,
             (unsigned long long)c->gets, (unsigned long long)c->get_keys, (unsigned long long)c->hits,
             (unsigned long long)c->sets, (unsigned long long)c->conns_opened,
-            (unsigned long long)c->connect_errors, (unsigned long long)c->warmup_requests);
+            (unsigned long long)c->connect_errors, (unsigned long long)c->warmup_requests,
+            (unsigned long long)c->retried, (unsigned long long)c->kernel_timed,
+            (unsigned long long)c->loop_timed, (unsigned long long)c->sends_kernel_timed);
 }
 
 static void json_clients(FILE *f, const lg_result *r)
@@ -342,8 +369,9 @@ static void json_cpu(FILE *f, const lg_result *r)
             "\"busy_fraction\":%.4f,\"process_user_s\":%.6f,\"process_sys_s\":%.6f,\"threads\":[",
             r->total.cpu_user_s, r->total.cpu_sys_s, w > 0 ? cpu / w : 0, lg_result_busy(r), pu, ps);
     for (t = 0; t < r->nthreads; t++)
-        fprintf(f, "%s{\"user_s\":%.6f,\"sys_s\":%.6f}", t ? "," : "", r->threads[t].st.cpu_user_s,
-                r->threads[t].st.cpu_sys_s);
+        fprintf(f, "%s{\"user_s\":%.6f,\"sys_s\":%.6f,\"spin_margin_us\":%.3f}", t ? "," : "",
+                r->threads[t].st.cpu_user_s, r->threads[t].st.cpu_sys_s,
+                (r->o->spin_auto ? (double)lg_margin_ns(&r->threads[t].margin) : r->o->spin_ns) / 1e3);
     fputs("]}", f);
 }
 

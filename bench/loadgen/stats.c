@@ -6,6 +6,7 @@
 
 const char *const lg_stage_names[LG_NSTAGES] = {
     "latency_scheduled", "latency_sent", "schedule_error", "batch_size", "connect",
+    "latency_read", "client_delay",
 };
 
 int lg_stats_init(lg_stats *s)

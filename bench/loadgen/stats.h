@@ -18,6 +18,8 @@ enum {
     LG_SCHED_ERR,   /* actual send - scheduled send */
     LG_BATCH,       /* requests per write() (the "batch size sent") */
     LG_CONNECT,     /* connect() to established, ns */
+    LG_LAT_READ,    /* loop read - scheduled send: the reply time before kernel stamps */
+    LG_CLIENT_DELAY,/* loop read - kernel receive: the client's own delay */
     LG_NSTAGES
 };
 
@@ -36,6 +38,10 @@ typedef struct {
     uint64_t gets, sets, get_keys, hits;
     uint64_t conns_opened, connect_errors;
     uint64_t warmup_requests;
+    uint64_t retried;       /* resent after a keep-alive close (then answered or lost) */
+    uint64_t kernel_timed;  /* replies timed by the kernel's RX stamp */
+    uint64_t loop_timed;    /* ... by the loop's read: no usable stamp */
+    uint64_t sends_kernel_timed;  /* answered requests whose send time is the kernel's TX stamp */
 } lg_counters;
 
 /* One second of the measurement phase. Latency of the requests scheduled

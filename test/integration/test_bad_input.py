@@ -309,6 +309,7 @@ LOADGEN_ROWS = [
     ("out-of-range", ["--popularity", "gpareto:scale=0,shape=1"], "scale 0 must be > 0"),
     ("out-of-range", ["--multiget", "65"], "'65' is out of range"),
     ("out-of-range", ["--spin-us", "1000001"], "'1000001' is out of range"),
+    ("out-of-range", ["--timestamps", "hardware"], "'hardware' is not kernel, kernel-tx or loop"),
     ("out-of-range", ["--seed", "18446744073709551616"], "'18446744073709551616'"),
     ("out-of-range", ["--ttl", "-1"], "'-1'"),
     ("out-of-range", ["--ttl", "2592001"], "'2592001' is out of range [0, 2592000]"),
@@ -346,6 +347,7 @@ LOADGEN_ROWS = [
     ("empty", ["--path", ""], "HTTP path ''"),
     ("empty", ["--protocol", "http", "--paths-file", "/dev/null"], "'/dev/null' lists no path"),
     ("empty", ["--json"], "'--json' needs a value"),
+    ("empty", ["--timestamps", ""], "'' is not kernel, kernel-tx or loop"),
     ("empty", ["-r"], "'-r' needs a value"),
 ]
 

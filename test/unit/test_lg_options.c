@@ -50,6 +50,7 @@ Test(options, bad_flags_are_named)
         { "--server 10.1.2.3", "'10.1.2.3' is not a loopback" },
         { "--server no.such.host.invalid", "no.such.host.invalid" },
         { "--batch-interval-us 0", "'0'" },
+        { "--timestamps hardware", "'hardware'" },
         { "--bogus", "'--bogus'" },
         { "-x", "'-x'" },
         { "stray", "'stray'" },
@@ -86,6 +87,24 @@ Test(options, defaults)
     cr_assert_eq(o.arrival.kind, LG_ARRIVAL_EXP);
     cr_assert_eq(o.max_outstanding, 0, "open loop unless asked");
     cr_assert_eq(o.nagle, 0, "TCP_NODELAY by default");
+    cr_assert_eq(o.spin_auto, 1, "the wait margin adapts by default");
+    cr_assert_eq(o.timestamps, LG_TS_KERNEL, "replies timed by the kernel by default");
+    lg_options_free(&o);
+}
+
+Test(options, wait_and_timestamps)
+{
+    char err[LG_ERRLEN] = "";
+    lg_options o;
+
+    cr_assert_eq(parse(&o, err, "--spin-us 30 --timestamps kernel-tx"), LG_OPT_RUN, "%s", err);
+    cr_assert_eq(o.spin_auto, 0);
+    cr_assert_eq(o.spin_ns, 30e3);
+    cr_assert_eq(o.timestamps, LG_TS_KERNEL_TX);
+    lg_options_free(&o);
+    cr_assert_eq(parse(&o, err, "--spin-us 30 --spin-us auto --timestamps loop"), LG_OPT_RUN, "%s", err);
+    cr_assert_eq(o.spin_auto, 1);
+    cr_assert_eq(o.timestamps, LG_TS_LOOP);
     lg_options_free(&o);
 }
 
