@@ -14,9 +14,8 @@ import sys
 import tempfile
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from stagevar_bench.bench_loadgen import machine_floor  # noqa: E402
-from stagevar_bench.servers import free_port, wait_for_port  # noqa: E402
+from stagevar_bench.bench_loadgen import machine_floor
+from stagevar_bench.servers import free_port, wait_for_port
 
 ROOT = Path(__file__).resolve().parents[2]
 LOADGEN = ROOT / "bench/loadgen/loadgen"
