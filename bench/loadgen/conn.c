@@ -10,7 +10,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
-#include <time.h>
 #include <unistd.h>
 
 #include <event2/event.h>
@@ -287,14 +286,6 @@ static int consume_replies(lg_conn *c, const lg_rx_time *rx)
     return 0;
 }
 
-static uint64_t realtime_ns(void)
-{
-    struct timespec ts;
-
-    clock_gettime(CLOCK_REALTIME, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
-}
-
 /* recv() that also collects the kernel's RX stamp of the last segment it
  * read: the one that completed any reply this read completes. */
 static ssize_t recv_stamped(lg_conn *c, lg_rx_time *rx)
@@ -313,7 +304,7 @@ static ssize_t recv_stamped(lg_conn *c, lg_rx_time *rx)
         /* The other clock, to put the stamp on the monotonic scale: read
          * between two monotonic reads, it stands for their midpoint, so a
          * preemption between the reads does not move the stamp. */
-        uint64_t real = realtime_ns(), after = sv_clock_monotonic_ns();
+        uint64_t real = sv_clock_realtime_ns(), after = sv_clock_monotonic_ns();
 
         rx->real_now = real - (after - rx->mono_now) / 2;
     }
@@ -352,7 +343,7 @@ static void drain_tx_stamps(lg_conn *c)
         if (recvmsg(c->fd, &msg, MSG_ERRQUEUE | MSG_DONTWAIT) < 0)
             return;
         if (lg_ts_tx_from_msg(&msg, &key, &real))
-            stamp_sends(c, key, lg_ts_to_mono(real, realtime_ns(), sv_clock_monotonic_ns()));
+            stamp_sends(c, key, lg_ts_to_mono(real, sv_clock_realtime_ns(), sv_clock_monotonic_ns()));
     }
 }
 

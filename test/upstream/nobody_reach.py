@@ -59,24 +59,30 @@ def first_closed(path: Path) -> Path | None:
     return None
 
 
-def cover_plan(paths: list[Path]) -> tuple[Path, Path] | None:
-    """None when nobody reaches every path as things are; otherwise
-    (cover, keep): the directory to cover and the one to show through."""
+# (cover, keep): the directory to cover and the one to show through; None
+# when nobody reaches every path as things are.
+Plan = tuple[Path, Path] | None
+
+
+def closed(directory: Path) -> Unreachable:
+    return Unreachable(f"nobody cannot enter {directory}, which holds what the suite needs; "
+                       f"allow it (chmod o+x '{directory}') or run the tests as a user other than root")
+
+
+def cover_plan(paths: list[Path]) -> Plan:
+    """What to cover so that nobody reaches every path (see Plan)."""
     blocked = [p for p in paths if not can_enter(p)]
     if not blocked:
         return None
     keep = Path(os.path.commonpath(blocked))
     cover = first_closed(keep)
     if cover is None or cover == keep:
-        closed = next(c for c in map(first_closed, blocked) if c is not None)
-        raise Unreachable(f"nobody cannot enter {closed}, which holds what the suite needs; "
-                          f"allow it (chmod o+x '{closed}') or run the tests as a user other than root")
+        raise closed(next(c for c in map(first_closed, blocked) if c is not None))
     return cover, keep
 
 
-def command(paths: list[Path], cmd: list[str]) -> list[str]:
-    """The command line that runs cmd as nobody with every path reachable."""
-    plan = cover_plan(paths)
+def command(plan: Plan, cmd: list[str]) -> list[str]:
+    """The command line that runs cmd as nobody, through plan's cover."""
     if plan is None:
         return ["runuser", "-u", USER, "--", *cmd]
     cover, keep = plan
@@ -95,23 +101,20 @@ def closed_to_others(path: Path) -> bool:
 PROBE = 'for p; do if [ -d "$p" ]; then test -x "$p"; else test -r "$p"; fi || { echo "$p"; exit 1; }; done'
 
 
-def reachable_command(paths: list[Path], cmd: list[str]) -> list[str]:
-    """command(), checked: nobody really reaches every path through it."""
-    wrapped = command(paths, cmd)
-    proc = subprocess.run(command(paths, ["sh", "-c", PROBE, "probe", *map(str, paths)]),
+def reachable_plan(paths: list[Path]) -> Plan:
+    """cover_plan(), checked: nobody really reaches every path through it."""
+    plan = cover_plan(paths)
+    proc = subprocess.run(command(plan, ["sh", "-c", PROBE, "probe", *map(str, paths)]),
                           stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                           stderr=subprocess.STDOUT, text=True)
     if proc.returncode == 0:
-        return wrapped
+        return plan
     missed = next((p for p in paths if str(p) == proc.stdout.strip()), None)
     if missed is None:
         raise Unreachable(f"no mount namespace for nobody ({proc.stdout.strip() or proc.returncode}); "
                           "run the tests as a user other than root")
-    plan = cover_plan(paths)
     below = [d for d in [*reversed(missed.parents), missed] if plan is None or d.is_relative_to(plan[1])]
-    closed = next((d for d in below if closed_to_others(d)), missed)
-    raise Unreachable(f"nobody cannot enter {closed}, which holds what the suite needs; allow it "
-                      f"(chmod o+x '{closed}') or run the tests as a user other than root")
+    raise closed(next((d for d in below if closed_to_others(d)), missed))
 
 
 def main(argv: list[str]) -> int:
@@ -121,11 +124,11 @@ def main(argv: list[str]) -> int:
     split = argv.index("--")
     paths = [Path(p).resolve() for p in argv[:split]]
     try:
-        cmd = reachable_command(paths, argv[split + 1:])
+        plan = reachable_plan(paths)
     except Unreachable as e:
         print(f"nobody_reach: {e}", file=sys.stderr)
         return CANNOT
-    return subprocess.run(cmd).returncode
+    return subprocess.run(command(plan, argv[split + 1:])).returncode
 
 
 if __name__ == "__main__":
