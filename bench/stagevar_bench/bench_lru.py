@@ -33,6 +33,11 @@ every request (TRACE), so `stats stages` gives each side's kernel_to_read
    the hit ratio is within 1 point and moves within 10% (issue 5's
    tolerances).
 
+4. with --callgrind instead: instructions, not latency, of stock's
+   worker and maintainer thread against the fork's worker doing the
+   slices (--budget and auto), over one light-load request script
+   (lru_cost.py).
+
 Everything is measured in this one run; nothing is compared with figures
 from elsewhere.
 """
@@ -40,6 +45,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import shutil
 import socket
 import statistics
 import subprocess
@@ -47,6 +53,7 @@ import sys
 import tempfile
 from typing import Any
 
+from stagevar_bench import lru_cost
 from stagevar_bench import memcache_client as mc
 from stagevar_bench.machine import loadavg_text, loadgen_path
 from stagevar_bench.servers import LOOPBACK, TRACE_EVERY_REQUEST, MemcachedServer, build_binary
@@ -214,6 +221,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--budget-sweep", metavar="LIST",
                    help="instead of latency: budgets (us, e.g. 1,2,5,10,20) to test for equal maintenance")
     p.add_argument("--sweep-load", type=float, default=0.7, help="fraction of saturation for --budget-sweep")
+    p.add_argument("--callgrind", action="store_true",
+                   help="instead of latency: instructions of stock's worker and maintainer thread against "
+                        "the fork's worker with --budget and with auto (valgrind)")
     p.add_argument("--server-cpu", type=int, default=0)
     p.add_argument("--loadgen-cpu", type=int, default=1)
     args = p.parse_args(argv)
@@ -227,6 +237,14 @@ def main(argv: list[str] | None = None) -> int:
     budgets = parse_budgets(args.budget_sweep) if args.budget_sweep else []
     if args.budget_sweep and not budgets:
         p.error(f"--budget-sweep takes positive integers like 1,2,5,10, not '{args.budget_sweep}'")
+    if args.runs < 1:
+        p.error(f"--runs takes a positive number of runs, not '{args.runs}'")
+    if args.callgrind:
+        if shutil.which("valgrind") is None:
+            print("bench-lru: --callgrind needs valgrind (apt-get install valgrind)", file=sys.stderr)
+            return 1
+        lru_cost.run([str(args.budget), "auto"], args.runs)
+        return 0
     if not LOADGEN.exists():
         print(f"bench-lru: {LOADGEN} is not built (run make)", file=sys.stderr)
         return 1

@@ -6,7 +6,7 @@ import re
 
 import pytest
 
-from stagevar_bench import bench_lru
+from stagevar_bench import bench_lru, lru_cost
 
 QUANTITIES = (*bench_lru.QUANTILES, "k2r_var")
 NUMBER = r"(-?[\d.]+|nan|inf)"
@@ -59,3 +59,27 @@ def test_bad_arguments_exit_2_naming_the_value(args: list[str], value: str,
         bench_lru.main(args)
     assert exit_.value.code == 2
     assert value in capsys.readouterr().err.splitlines()[-1]
+
+
+def test_cost_lines_give_each_side_its_median_range_and_ratio_to_stock() -> None:
+    lines = lru_cost.cost_lines({"stock": [20_000_000, 21_000_000, 22_000_000],
+                                 "fork, budget 20": [20_000_000, 21_500_000, 23_100_000]})
+    assert len(lines) == 2
+    assert re.search(r"stock\s+21\.00 M \[20\.00 \.\. 22\.00\]\s+x1\.000$", lines[0])
+    assert re.search(r"fork, budget 20\s+21\.50 M \[20\.00 \.\. 23\.10\]\s+x1\.024$", lines[1])
+
+
+def test_cost_sides_are_stock_then_one_fork_side_per_budget() -> None:
+    sides = lru_cost.cost_sides(["20", "auto"])
+    assert [(s.variant, s.options) for s in sides] == [
+        ("stock", ()),
+        ("fork", ("-o", "lru_amortized_budget_us=20")),
+        ("fork", ("-o", "lru_amortized_budget_us=auto")),
+    ]
+
+
+def test_runs_must_be_positive(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exit_:
+        bench_lru.main(["--callgrind", "--runs", "0"])
+    assert exit_.value.code == 2
+    assert "'0'" in capsys.readouterr().err.splitlines()[-1]

@@ -1,0 +1,97 @@
+"""stagevar bench lru --callgrind: the instructions amortized LRU
+maintenance costs, against stock's worker and LRU maintainer thread.
+
+One request script against each side, `-t 1`, under
+`valgrind --tool=callgrind` counting only `worker_libevent` (the worker
+thread) and `lru_maintainer_thread` (stock's maintainer; the fork with a
+budget has none, its slices run inside the worker): KEYS keys set, then
+got one at a time, ROUNDS rounds, with GAP_S between two requests, so
+the worker goes idle between them as at light load, and with nothing to
+evict. Instruction counts are repeatable whatever else the machine does;
+stock's still move by a few per cent between runs, because its
+maintainer's wake-ups follow the clock, so each side is measured
+`repeat` times and the median is printed with the range.
+"""
+from __future__ import annotations
+
+import socket
+import statistics
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from stagevar_bench.memcache_client import read_until
+from stagevar_bench.servers import LOOPBACK, MemcachedServer, build_binary
+from stagevar_bench.trace_cost import VALGRIND_START_S, callgrind_total, same_user, valgrind_fd_limit
+
+KEYS = 1000
+ROUNDS = 3
+GAP_S = 0.0005
+VALUE = b"0123456789"
+THREADS = ("worker_libevent", "lru_maintainer_thread")
+
+
+@dataclass(frozen=True)
+class CostSide:
+    name: str
+    variant: str            # stock or fork
+    options: tuple[str, ...]
+
+
+def cost_sides(budgets: list[str]) -> list[CostSide]:
+    """Stock, then the fork with each budget (a number of us, or auto)."""
+    return [CostSide("stock (worker + mc-lrumaint)", "stock", ())] + [
+        CostSide(f"fork, lru_amortized_budget_us={b}", "fork", ("-o", f"lru_amortized_budget_us={b}"))
+        for b in budgets]
+
+
+def request_script(port: int) -> None:
+    with socket.create_connection((LOOPBACK, port), timeout=120) as s:
+        for i in range(KEYS):
+            s.sendall(b"set k%d 0 0 %d\r\n%s\r\n" % (i, len(VALUE), VALUE))
+            read_until(s, b"STORED\r\n")
+        for _ in range(ROUNDS):
+            for i in range(KEYS):
+                s.sendall(b"get k%d\r\n" % i)
+                read_until(s, b"END\r\n")
+                time.sleep(GAP_S)
+
+
+def instructions(side: CostSide) -> int:
+    with tempfile.TemporaryDirectory(prefix="stagevar-lru-cost-") as tmp:
+        out = Path(tmp) / "callgrind.out"
+        valgrind = ["valgrind", "--tool=callgrind", f"--callgrind-out-file={out}",
+                    *(f"--toggle-collect={fn}" for fn in THREADS)]
+        server = MemcachedServer(build_binary(side.variant, "memcached"),
+                                 args=["-t", "1", "-c", str(valgrind_fd_limit()), *same_user(), *side.options],
+                                 wrap=valgrind, start_timeout=VALGRIND_START_S)
+        with server:
+            request_script(server.port)
+        return callgrind_total(out)
+
+
+def cost_lines(counts: dict[str, list[int]]) -> list[str]:
+    """One line per side: median instructions [range] and the ratio of
+    medians to the first side's."""
+    names = list(counts)
+    base = statistics.median(counts[names[0]])
+    lines = []
+    for name in names:
+        values = counts[name]
+        med = statistics.median(values)
+        lines.append(f"  {name:44s} {med / 1e6:8.2f} M [{min(values) / 1e6:.2f} .. {max(values) / 1e6:.2f}]"
+                     f"  x{med / base:.3f}")
+    return lines
+
+
+def run(budgets: list[str], repeat: int) -> None:
+    sides = cost_sides(budgets)
+    counts: dict[str, list[int]] = {side.name: [] for side in sides}
+    for _ in range(repeat):
+        for side in sides:
+            counts[side.name].append(instructions(side))
+    print(f"bench-lru --callgrind: instructions of the worker and the LRU maintainer thread, "
+          f"{KEYS} keys set then got {ROUNDS} times one at a time, {GAP_S * 1e3:g} ms apart, -t 1; "
+          f"median of {repeat} [range], ratio to stock")
+    print("\n".join(cost_lines(counts)))
