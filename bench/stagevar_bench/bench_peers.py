@@ -68,6 +68,7 @@ HOW_TO_GET = {
 
 Figures = dict[float, float]           # percentile -> microseconds
 Run = dict[str, Figures]               # series name -> figures
+Problems = dict[str, int]              # what went wrong in a run -> how many requests
 
 
 # ------------------------------------------------------------- parsing
@@ -167,9 +168,10 @@ def loadgen_run(report: dict[str, Any]) -> Run:
             for short, long in LOADGEN_SERIES.items()}
 
 
-def loadgen_problems(report: dict[str, Any]) -> int:
-    c = report["counts"]
-    return int(c["errors"] + c["unexpected"] + c["lost"] + c["timeouts"])
+def loadgen_problems(report: dict[str, Any]) -> Problems:
+    """loadgen's counters of requests that went wrong, those not zero."""
+    return {k: int(report["counts"][k]) for k in ("errors", "unexpected", "lost", "timeouts")
+            if report["counts"][k]}
 
 
 def stage_run(stats: dict[str, Any]) -> Run:
@@ -277,7 +279,7 @@ class Bench:
                                      "-r", f"{rate:.0f}", "-d", f"{window:g}", "-w", f"{warmup:g}",
                                      "--quiet", "--json", json_path, *extra])
 
-    def loadgen(self, port: int, rate: float, extra: Sequence[str]) -> tuple[Run, int]:
+    def loadgen(self, port: int, rate: float, extra: Sequence[str]) -> tuple[Run, Problems]:
         a = self.args
         with tempfile.NamedTemporaryFile(suffix=".json") as out:
             run_checked(self.loadgen_cmd(port, rate, extra, out.name, a.duration, a.warmup),
@@ -294,13 +296,14 @@ class Bench:
             "-K", str(KEY_SIZE), "-V", str(VALUE_SIZE), "-r", str(KEYS), "-u", "0", "--save", save,
             *([] if load else ["--noload"])])
 
-    def mutilate(self, port: int, rate: float, depth: int) -> tuple[Run, int]:
+    def mutilate(self, port: int, rate: float, depth: int) -> tuple[Run, Problems]:
         a = self.args
         with tempfile.NamedTemporaryFile(suffix=".txt") as save:
             text = run_checked(self.mutilate_cmd(port, rate, depth, a.duration, a.warmup, save.name),
                                a.duration + a.warmup + SLACK_S)
             samples = mutilate_samples(Path(save.name).read_text())
-        return {"latency": percentiles(samples)}, int(parse_mutilate(text).get("misses", 0))
+        misses = int(parse_mutilate(text).get("misses", 0))
+        return {"latency": percentiles(samples)}, {"misses": misses} if misses else {}
 
     def wrk2_cmd(self, port: int, rate: float, window: float) -> list[str]:
         assert self.tools.wrk2 is not None
@@ -309,11 +312,12 @@ class Bench:
             str(self.tools.wrk2), "-t", "1", "-c", str(self.args.http_connections), "-d", f"{seconds}s",
             "-R", f"{rate:.0f}", "-L", "-U", f"http://127.0.0.1:{port}{HTTP_PATH}"])
 
-    def wrk2(self, port: int, rate: float) -> tuple[Run, int]:
+    def wrk2(self, port: int, rate: float) -> tuple[Run, Problems]:
         text = run_checked(self.wrk2_cmd(port, rate, self.args.duration),
                            WRK2_CALIBRATION_S + self.args.duration + SLACK_S)
         rep = parse_wrk2(text)
-        return {"corrected": rep.corrected, "uncorrected": rep.uncorrected}, rep.errors
+        problems = {"errors": rep.errors} if rep.errors else {}
+        return {"corrected": rep.corrected, "uncorrected": rep.uncorrected}, problems
 
     # --------------------------------------------------------- servers
 
@@ -332,7 +336,7 @@ class Bench:
             yield h
 
 
-def alternate(sides: dict[str, Callable[[], tuple[Run, int]]], repeats: int, label: str) -> dict[str, list[Run]]:
+def alternate(sides: dict[str, Callable[[], tuple[Run, Problems]]], repeats: int, label: str) -> dict[str, list[Run]]:
     """Each side once per repeat, in order (ABAB...): its runs, and one line per run."""
     runs: dict[str, list[Run]] = {name: [] for name in sides}
     for i in range(repeats):
@@ -341,7 +345,7 @@ def alternate(sides: dict[str, Callable[[], tuple[Run, int]]], repeats: int, lab
             runs[name].append(run)
             cells = ", ".join(f"{series} p50 {f[50.0]:.1f} p99 {f[99.0]:.1f}" for series, f in run.items()
                               if series not in ("sched_err", "client_delay"))
-            warn = f"; {problems} requests failed (errors, losses, timeouts, misses)" if problems else ""
+            warn = "; requests " + ", ".join(f"{k} {n}" for k, n in problems.items()) if problems else ""
             print(f"{label} repeat {i + 1} {name}: {cells} us{warn}", flush=True)
     return runs
 
@@ -356,7 +360,7 @@ def part_memcached(b: Bench) -> None:
             "--value-size", str(VALUE_SIZE), "--get-ratio", "1", "--preload"]
     with b.memcached() as mc:
         for rate in a.rates:
-            sides: dict[str, Callable[[], tuple[Run, int]]] = {
+            sides: dict[str, Callable[[], tuple[Run, Problems]]] = {
                 "loadgen": lambda: b.loadgen(mc.port, rate, load),
                 "loadgen-spin": lambda: b.loadgen(mc.port, rate, [*load, "--spin-us", "100000"]),
                 "mutilate-d1": lambda: b.mutilate(mc.port, rate, 1),
@@ -389,8 +393,8 @@ def part_http(b: Bench) -> None:
     a = b.args
     load = ["-P", "http", "--path", HTTP_PATH, "-c", str(a.http_connections)]
 
-    def in_httpd(measure: Callable[[int], tuple[Run, int]]) -> Callable[[], tuple[Run, int]]:
-        def run() -> tuple[Run, int]:
+    def in_httpd(measure: Callable[[int], tuple[Run, Problems]]) -> Callable[[], tuple[Run, Problems]]:
+        def run() -> tuple[Run, Problems]:
             with b.httpd(a.httpd) as h:
                 result, problems = measure(h.port)
                 if a.httpd == "fork":
@@ -420,11 +424,12 @@ def part_http(b: Bench) -> None:
                                     [r["server_total"] for r in wrk2]))
     print(ratio_table(f"ratios at {a.http_rate} req/s", comps))
     if a.httpd == "fork":
-        print("p50 the client added to the server's own time (server_total, kernel RX to kernel TX), us:")
-        for name, side in runs.items():
-            print(f"  {name + ' sent':<28}{statistics.median(r['sent'][50.0] - r['server_total'][50.0] for r in side):8.1f}")
-        print(f"  {'wrk2 uncorrected':<28}"
-              f"{statistics.median(r['uncorrected'][50.0] - r['server_total'][50.0] for r in wrk2):8.1f}")
+        print("p50 the client added to the server's own time (server_total, kernel RX to kernel TX), "
+              "median of the runs' differences, us:")
+        added = [(f"{name} sent", side, "sent") for name, side in runs.items()] + \
+                [("wrk2 uncorrected", wrk2, "uncorrected")]
+        for label, side, series in added:
+            print(f"  {label:<28}{statistics.median(r[series][50.0] - r['server_total'][50.0] for r in side):8.1f}")
     print(flush=True)
 
 
@@ -505,8 +510,8 @@ def part_co(b: Bench) -> None:
     a = b.args
     cases = ([("memcached", "loadgen"), ("memcached", "mutilate")] if b.tools.mutilate else []) + \
             ([("httpd", "loadgen"), ("httpd", "wrk2")] if b.tools.wrk2 else [])
-    sides: dict[str, Callable[[], tuple[Run, int]]] = {
-        f"{tool} vs {server}": (lambda s=server, t=tool: (co_run(b, s, t), 0)) for server, tool in cases}
+    sides: dict[str, Callable[[], tuple[Run, Problems]]] = {
+        f"{tool} vs {server}": (lambda s=server, t=tool: (co_run(b, s, t), {})) for server, tool in cases}
     runs = alternate(sides, a.co_repeats, f"co {a.co_rate} req/s, {a.stop_ms} ms stop")
     # A tool timing from each request's schedule sees every request due in
     # the stop late by the rest of it; the 1% slowest of the window's
