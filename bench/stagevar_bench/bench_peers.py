@@ -155,6 +155,11 @@ def parse_wrk2(text: str) -> Wrk2Report:
     return rep
 
 
+def wrk2_run(rep: Wrk2Report) -> tuple[Run, Problems]:
+    return ({"corrected": rep.corrected, "uncorrected": rep.uncorrected},
+            {"errors": rep.errors} if rep.errors else {})
+
+
 LOADGEN_SERIES = {"sched": "latency_scheduled", "sent": "latency_sent", "read": "latency_read",
                   "client_delay": "client_delay", "sched_err": "schedule_error"}
 
@@ -284,7 +289,7 @@ class Bench:
         with tempfile.NamedTemporaryFile(suffix=".json") as out:
             run_checked(self.loadgen_cmd(port, rate, extra, out.name, a.duration, a.warmup),
                         a.duration + a.warmup + SLACK_S)
-            report = json.load(open(out.name))
+            report = json.loads(Path(out.name).read_text())
         return loadgen_run(report), loadgen_problems(report)
 
     def mutilate_cmd(self, port: int, rate: float, depth: int, seconds: int, warmup: int,
@@ -315,9 +320,7 @@ class Bench:
     def wrk2(self, port: int, rate: float) -> tuple[Run, Problems]:
         text = run_checked(self.wrk2_cmd(port, rate, self.args.duration),
                            WRK2_CALIBRATION_S + self.args.duration + SLACK_S)
-        rep = parse_wrk2(text)
-        problems = {"errors": rep.errors} if rep.errors else {}
-        return {"corrected": rep.corrected, "uncorrected": rep.uncorrected}, problems
+        return wrk2_run(parse_wrk2(text))
 
     # --------------------------------------------------------- servers
 
@@ -465,7 +468,7 @@ def stall(pids: Sequence[int], seconds: float) -> None:
                 pass
 
 
-def co_run(b: Bench, server: str, tool: str) -> Run:
+def co_run(b: Bench, server: str, tool: str) -> tuple[Run, Problems]:
     """One run of `tool` against a fresh `server` stopped for --stop-ms in
     the middle of the tool's measurement window."""
     a = b.args
@@ -498,12 +501,12 @@ def co_run(b: Bench, server: str, tool: str) -> Run:
             stdout.seek(0)
             text = stdout.read().decode()
         if tool == "loadgen":
-            run = loadgen_run(json.load(open(out.name)))
-            return {"sched": run["sched"], "sent": run["sent"]}
-        if tool == "mutilate":
-            return {"latency": percentiles(mutilate_samples(Path(out.name).read_text()))}
-        rep = parse_wrk2(text)
-        return {"corrected": rep.corrected, "uncorrected": rep.uncorrected}
+            report = json.loads(Path(out.name).read_text())
+            run = loadgen_run(report)
+            return {"sched": run["sched"], "sent": run["sent"]}, loadgen_problems(report)
+        if tool == "mutilate":     # --noload: every get misses, by design
+            return {"latency": percentiles(mutilate_samples(Path(out.name).read_text()))}, {}
+        return wrk2_run(parse_wrk2(text))
 
 
 def part_co(b: Bench) -> None:
@@ -511,7 +514,7 @@ def part_co(b: Bench) -> None:
     cases = ([("memcached", "loadgen"), ("memcached", "mutilate")] if b.tools.mutilate else []) + \
             ([("httpd", "loadgen"), ("httpd", "wrk2")] if b.tools.wrk2 else [])
     sides: dict[str, Callable[[], tuple[Run, Problems]]] = {
-        f"{tool} vs {server}": (lambda s=server, t=tool: (co_run(b, s, t), {})) for server, tool in cases}
+        f"{tool} vs {server}": (lambda s=server, t=tool: co_run(b, s, t)) for server, tool in cases}
     runs = alternate(sides, a.co_repeats, f"co {a.co_rate} req/s, {a.stop_ms} ms stop")
     # A tool timing from each request's schedule sees every request due in
     # the stop late by the rest of it; the 1% slowest of the window's

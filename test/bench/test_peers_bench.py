@@ -86,7 +86,9 @@ def test_parse_wrk2_needs_the_uncorrected_distribution() -> None:
 def test_parse_wrk2_counts_socket_errors_and_bad_statuses() -> None:
     text = fixture("wrk2.txt") + "  Socket errors: connect 1, read 2, write 0, timeout 3\n" \
                                  "  Non-2xx or 3xx responses: 4\n"
-    assert bench_peers.parse_wrk2(text).errors == 10
+    rep = bench_peers.parse_wrk2(text)
+    assert rep.errors == 10 and bench_peers.wrk2_run(rep)[1] == {"errors": 10}
+    assert bench_peers.wrk2_run(bench_peers.parse_wrk2(fixture("wrk2.txt")))[1] == {}
 
 
 def test_loadgen_run_takes_each_series_in_microseconds() -> None:
