@@ -364,10 +364,10 @@ def part_memcached(b: Bench) -> None:
     with b.memcached() as mc:
         for rate in a.rates:
             sides: dict[str, Callable[[], tuple[Run, Problems]]] = {
-                "loadgen": lambda: b.loadgen(mc.port, rate, load),
-                "loadgen-spin": lambda: b.loadgen(mc.port, rate, [*load, "--spin-us", "100000"]),
-                "mutilate-d1": lambda: b.mutilate(mc.port, rate, 1),
-                "mutilate-d16": lambda: b.mutilate(mc.port, rate, 16),
+                "loadgen": lambda rate=rate: b.loadgen(mc.port, rate, load),
+                "loadgen-spin": lambda rate=rate: b.loadgen(mc.port, rate, [*load, "--spin-us", "100000"]),
+                "mutilate-d1": lambda rate=rate: b.mutilate(mc.port, rate, 1),
+                "mutilate-d16": lambda rate=rate: b.mutilate(mc.port, rate, 16),
             }
             runs = alternate(sides, a.repeats, f"memcached {rate} req/s")
             lg, spin = runs["loadgen"], runs["loadgen-spin"]
