@@ -254,7 +254,14 @@ def summary(name: str, runs: list[dict[str, Any]], mc_cap: float, mc_sys_us: flo
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="stagevar bench loadgen", description=__doc__.split("\n\n")[0])
+    argv = sys.argv[1:] if argv is None else argv
+    if "--peers" in argv:
+        # make bench-loadgen BENCH_ARGS=--peers: the comparison with mutilate
+        # and wrk2 (stagevar bench peers), with the rest of the options.
+        from stagevar_bench import bench_peers
+        return bench_peers.main([a for a in argv if a != "--peers"])
+    p = argparse.ArgumentParser(prog="stagevar bench loadgen", description=__doc__.split("\n\n")[0],
+                                epilog="--peers: run stagevar bench peers instead, with the other options")
     p.add_argument("--repeats", type=int, default=3)
     p.add_argument("--duration", type=float, default=1.0, help="measurement per run, s (default 1)")
     p.add_argument("--warmup", type=float, default=0.3, help="warm-up per run, s (default 0.3)")

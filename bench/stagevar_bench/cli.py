@@ -7,7 +7,7 @@ and measure what it does, with confidence intervals.
     stagevar report    RESULTS --out DIR
     stagevar compact   RESULTS OUT [--per-octave 16]
     stagevar reproduce [--quick] --out DIR
-    stagevar bench trace|lru|loadgen ...   the benchmarks
+    stagevar bench trace|lru|loadgen|peers ...   the benchmarks
     stagevar soak      ...   the amortized fork and stock side by side, for long
 
 Each command's --help says more; docs/stagevar/ documents each on a page
@@ -212,7 +212,8 @@ def build_parser() -> Parser:
 # name: (module, what it measures)
 BENCHES = {"trace": ("trace_cost", "what stage tracing costs memcached"),
            "lru": ("bench_lru", "the LRU maintainer thread vs amortized maintenance"),
-           "loadgen": ("bench_loadgen", "one loadgen thread's capacity and precision")}
+           "loadgen": ("bench_loadgen", "one loadgen thread's capacity and precision"),
+           "peers": ("bench_peers", "loadgen side by side with mutilate and wrk2")}
 
 
 def split_args(text: str) -> list[str]:
