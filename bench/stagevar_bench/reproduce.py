@@ -365,7 +365,8 @@ def reproduce(out: Path, size_name: str, only: list[str], netns: bool = False) -
     results["claims"] = []
     load0 = results["meta"]["loadavg"]
     results["notes"].append(
-        f"Size `{size_name}`: {size.runs} runs per cell ({size.sweep_runs} in sweeps), "
+        f"Size `{size_name}`: {size.runs} runs per cell ({size.sweep_runs} in sweeps, "
+        f"{size.runs * LRU_LIGHT_RUNS_FACTOR[size_name]} in the light-load LRU cells), "
         f"{size.duration_s:g} s measured after {size.warmup_s:g} s of warm-up per run. "
         f"Load average when the run started: {load0}; this is a shared 2-core machine where other "
         "work (builds, test suites) comes and goes: the runs are interleaved (knob levels back to back, "
