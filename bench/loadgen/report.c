@@ -369,9 +369,10 @@ static void json_cpu(FILE *f, const lg_result *r)
             "\"busy_fraction\":%.4f,\"process_user_s\":%.6f,\"process_sys_s\":%.6f,\"threads\":[",
             r->total.cpu_user_s, r->total.cpu_sys_s, w > 0 ? cpu / w : 0, lg_result_busy(r), pu, ps);
     for (t = 0; t < r->nthreads; t++)
-        fprintf(f, "%s{\"user_s\":%.6f,\"sys_s\":%.6f,\"spin_margin_us\":%.3f}", t ? "," : "",
-                r->threads[t].st.cpu_user_s, r->threads[t].st.cpu_sys_s,
-                (r->o->spin_auto ? (double)lg_margin_ns(&r->threads[t].margin) : r->o->spin_ns) / 1e3);
+        fprintf(f, "%s{\"user_s\":%.6f,\"sys_s\":%.6f,\"spin_margin_us\":%.3f,\"read_guard_us\":%.3f}",
+                t ? "," : "", r->threads[t].st.cpu_user_s, r->threads[t].st.cpu_sys_s,
+                (r->o->spin_auto ? (double)lg_margin_ns(&r->threads[t].margin) : r->o->spin_ns) / 1e3,
+                (double)lg_margin_ns(&r->threads[t].guard) / 1e3);
     fputs("]}", f);
 }
 
