@@ -16,6 +16,7 @@
 
 #include <event2/event.h>
 
+#include "perfect.h"
 #include "stagevar.h"
 
 #define CONNECT_TIMEOUT_NS 5000000000ULL
@@ -28,8 +29,8 @@
 #define MAX_DEFER_NS 20000ULL
 /* Awake before a send with time to spare, the loop polls this often and
  * spins on the clock in between: a reply found then is read within a few
- * us, and most of the time goes to reading the clock rather than to
- * epoll_wait calls. */
+ * us, and most of the time goes to the clock alone, whose stalls are the
+ * perfect sender's (perfect.h), rather than to epoll_wait calls. */
 #define POLL_EVERY_NS 5000ULL
 
 /* ---- setup ------------------------------------------------------------- */
@@ -129,9 +130,14 @@ void lg_thread_free(lg_thread *t)
 
 /* ---- connection callbacks --------------------------------------------- */
 
+/* The schedule error, and the part of it that is the loop's own: a
+ * request that fell due while the thread was still in an earlier send()
+ * (which on loopback runs the server's TCP receive, and wakes it) could
+ * not go before that returned, whatever the wait did. */
 void lg_thread_sent(lg_thread *t, const lg_req *req)
 {
     uint64_t err = req->sent_ns - req->sched_ns;
+    uint64_t could_go = req->sched_ns > t->sent_back_ns ? req->sched_ns : t->sent_back_ns;
 
     /* A resent request was counted, and its schedule error taken, when
      * it first went out. */
@@ -139,12 +145,14 @@ void lg_thread_sent(lg_thread *t, const lg_req *req)
         return;
     t->st.c.sent++;
     sv_record(t->st.rec, LG_SCHED_ERR, (int64_t)err);
+    sv_record(t->st.rec, LG_LOOP_LATE, req->sent_ns > could_go ? (int64_t)(req->sent_ns - could_go) : 0);
     if ((double)err > t->o->late_ns)
         t->st.c.late++;
 }
 
 void lg_thread_batch(lg_thread *t, unsigned n)
 {
+    t->sent_back_ns = sv_clock_monotonic_ns();
     if (t->measuring)
         sv_record(t->st.rec, LG_BATCH, n);
 }
@@ -571,13 +579,22 @@ static uint64_t read_one(lg_thread *t, uint64_t now)
     return done;
 }
 
-/* The last stretch before a send: the clock alone. */
-static uint64_t spin_until(uint64_t wake, uint64_t now)
+/* The last stretch before a send: the clock alone. Its stalls are what a
+ * perfect sender would suffer on this CPU now (perfect.h). */
+static uint64_t spin_until(lg_thread *t, uint64_t wake, uint64_t now)
 {
+    uint64_t from = now;
+
     while (now < wake) {
+        uint64_t before = now;
+
         __builtin_ia32_pause();
         now = sv_clock_monotonic_ns();
+        if (now - before > LG_STALL_MIN_NS && t->measuring)
+            sv_record(t->st.rec, LG_SPIN_STALL, (int64_t)(now - before));
     }
+    if (t->measuring)
+        t->st.spun_ns += now - from;
     return now;
 }
 
@@ -606,7 +623,7 @@ static uint64_t wait_until(lg_thread *t, uint64_t wake, uint64_t now)
     /* With room to spare, only until the next poll is due. */
     if (room)
         wake = min_u64(wake - guard, t->polled_ns + POLL_EVERY_NS);
-    return spin_until(wake, now);
+    return spin_until(t, wake, now);
 }
 
 /* One clock read ends the work of a pass and starts the wait; the wait

@@ -44,6 +44,7 @@ typedef struct lg_thread {
     unsigned nconns, rr;
     uint64_t next_ns;           /* next scheduled send */
     uint64_t polled_ns;         /* when the loop last polled its sockets */
+    uint64_t sent_back_ns;      /* when its last send() returned */
     lg_ready ready;             /* connections found readable, not yet read */
     lg_margin margin;           /* --spin-us auto: when to stop sleeping */
     lg_margin guard;            /* when to stop reading (margin.h) */
@@ -69,7 +70,7 @@ void *lg_thread_main(void *arg);
 
 /* Connection callbacks. */
 void lg_thread_sent(lg_thread *t, const lg_req *req);
-/* One write() carried `n` requests. */
+/* One send() carried `n` requests and has just returned. */
 void lg_thread_batch(lg_thread *t, unsigned n);
 /* A reply to `req` came in the read `rx` describes. */
 void lg_thread_reply(lg_thread *t, lg_conn *c, const lg_req *req, const lg_rx_time *rx,
