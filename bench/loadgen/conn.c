@@ -347,7 +347,7 @@ static void drain_tx_stamps(lg_conn *c)
     }
 }
 
-static void read_replies(lg_conn *c)
+void lg_conn_read(lg_conn *c)
 {
     lg_rx_time rx;
     ssize_t n;
@@ -374,15 +374,13 @@ static void read_replies(lg_conn *c)
         lg_conn_flush(c);
 }
 
+/* The loop reads when a send is not near (loop.c). */
 static void on_read(evutil_socket_t fd, short what, void *arg)
 {
     lg_conn *c = arg;
-    uint64_t start = sv_clock_monotonic_ns();
-    struct lg_thread *t = c->t;
 
     (void)fd, (void)what;
-    read_replies(c);
-    lg_thread_io_done(t, start);
+    lg_thread_readable(c->t, c);
 }
 
 /* ---- connecting -------------------------------------------------------- */

@@ -55,6 +55,8 @@ int lg_conn_enqueue(lg_conn *c, const lg_req *req);
 unsigned lg_conn_flush(lg_conn *c);
 /* Requests queued and not yet written. */
 static inline size_t lg_conn_unsent(const lg_conn *c) { return c->count - c->written; }
+/* Read what the socket has and match the replies to their requests. */
+void lg_conn_read(lg_conn *c);
 /* Drop every queued request (end of run), calling back for each. */
 void lg_conn_abandon(lg_conn *c);
 

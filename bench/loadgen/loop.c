@@ -16,32 +16,34 @@
 
 #include <event2/event.h>
 
+#include "perfect.h"
 #include "stagevar.h"
 
 #define CONNECT_TIMEOUT_NS 5000000000ULL
 #define RETRY_NS 10000000ULL            /* reconnect after a failure */
-/* The last stretch before a send is a pure clock spin: an I/O callback
- * (recv + parse, a few us on a VM) started then would make the send
- * late. Its length is the longest recent callback (pass_ns, decaying by
- * 1/64 per callback), within these bounds: a reply arriving in it is
- * read up to that much later, and a callback that was preempted says
- * nothing about the next one. */
-#define TIGHT_MIN_NS 1000ULL
-#define TIGHT_MAX_NS 5000ULL
-/* Sends closer together than the stretch (a Poisson burst, or a rate
- * beyond the thread) would keep it spinning from send to send; replies
- * are still polled for at least this often. */
-#define MAX_UNPOLLED_NS 20000ULL
+/* No read or poll starts within the guard (margin.h) of a send, so when
+ * sends come closer together than that (a Poisson burst, or a rate near
+ * the thread's capacity) replies could wait for a gap indefinitely. A
+ * connection found readable is read after this long, and the sockets are
+ * polled this often, however close the next send. */
+#define MAX_DEFER_NS 20000ULL
+/* Awake before a send with time to spare, the loop polls this often and
+ * spins on the clock in between: a reply found then is read within a few
+ * us, and most of the time goes to the clock alone, whose stalls are the
+ * perfect sender's (perfect.h), rather than to epoll_wait calls. */
+#define POLL_EVERY_NS 5000ULL
 
 /* ---- setup ------------------------------------------------------------- */
 
 static void on_wake(evutil_socket_t fd, short what, void *arg)
 {
+    lg_thread *t = arg;
     uint64_t expirations;
 
     /* Only here to end a blocking wait (the loop does the work); reading
      * the count re-arms the timerfd's readability. */
-    (void)what, (void)arg;
+    (void)what;
+    t->armed_ns = 0;
     if (read(fd, &expirations, sizeof(expirations)) < 0)
         return;
 }
@@ -49,12 +51,16 @@ static void on_wake(evutil_socket_t fd, short what, void *arg)
 /* Our own timerfd, armed at an absolute CLOCK_MONOTONIC time (the clock
  * the schedule uses) only before a blocking wait. libevent's precise
  * timers would instead re-arm a timerfd, one more syscall, on every
- * non-blocking poll of the spin phase. */
+ * non-blocking poll of the spin phase. A sleep that a reply cut short is
+ * usually followed by one to the same time: the timer is still armed. */
 static void arm_wake(lg_thread *t, uint64_t at_ns)
 {
     struct itimerspec its = { { 0, 0 }, { (time_t)(at_ns / 1000000000ULL), (long)(at_ns % 1000000000ULL) } };
 
+    if (at_ns == t->armed_ns)
+        return;
     timerfd_settime(t->tfd, TFD_TIMER_ABSTIME, &its, NULL);
+    t->armed_ns = at_ns;
 }
 
 static struct event_base *new_base(void)
@@ -64,10 +70,9 @@ static struct event_base *new_base(void)
 
     if (!cfg)
         return NULL;
-    /* One thread per base; no libevent timers (see arm_wake). A pass
-     * over many ready connections is cut short by lg_thread_io_done
-     * when the next send comes near, so no dispatch limit here: each
-     * limited pass would cost one more epoll_wait. */
+    /* One thread per base; no libevent timers (see arm_wake). Read
+     * callbacks only queue their connection (ready.h), so a pass over
+     * many ready connections is short and needs no dispatch limit. */
     event_config_set_flag(cfg, EVENT_BASE_FLAG_NOLOCK);
     base = event_base_new_with_config(cfg);
     event_config_free(cfg);
@@ -87,10 +92,11 @@ int lg_thread_init(lg_thread *t, unsigned id, const lg_options *o, lg_run *run)
     t->base = new_base();
     t->conns = calloc(n, sizeof(*t->conns));
     t->clients = calloc(n, sizeof(*t->clients));
-    if (!t->base || !t->conns || !t->clients || lg_stats_init(&t->st) < 0)
+    if (!t->base || !t->conns || !t->clients || lg_stats_init(&t->st) < 0 ||
+        lg_ready_init(&t->ready, n) < 0)
         return -1;
     t->tfd = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
-    t->wake = t->tfd >= 0 ? event_new(t->base, t->tfd, EV_READ | EV_PERSIST, on_wake, NULL) : NULL;
+    t->wake = t->tfd >= 0 ? event_new(t->base, t->tfd, EV_READ | EV_PERSIST, on_wake, t) : NULL;
     if (!t->wake || event_add(t->wake, NULL) < 0)
         return -1;
     for (i = 0; i < n; i++) {
@@ -100,6 +106,7 @@ int lg_thread_init(lg_thread *t, unsigned id, const lg_options *o, lg_run *run)
     }
     lg_rng_seed(&t->rng, o->seed, 0x10000 + id);
     lg_margin_init(&t->margin);
+    lg_guard_init(&t->guard);
     return 0;
 }
 
@@ -117,20 +124,20 @@ void lg_thread_free(lg_thread *t)
         close(t->tfd);
     if (t->base)
         event_base_free(t->base);
+    lg_ready_free(&t->ready);
     lg_stats_free(&t->st);
 }
 
 /* ---- connection callbacks --------------------------------------------- */
 
-/* How close to a send no I/O callback may start. */
-static uint64_t tight_ns(const lg_thread *t)
-{
-    return t->pass_ns < TIGHT_MIN_NS ? TIGHT_MIN_NS : t->pass_ns > TIGHT_MAX_NS ? TIGHT_MAX_NS : t->pass_ns;
-}
-
+/* The schedule error, and the part of it that is the loop's own: a
+ * request that fell due while the thread was still in an earlier send()
+ * (which on loopback runs the server's TCP receive, and wakes it) could
+ * not go before that returned, whatever the wait did. */
 void lg_thread_sent(lg_thread *t, const lg_req *req)
 {
     uint64_t err = req->sent_ns - req->sched_ns;
+    uint64_t could_go = req->sched_ns > t->sent_back_ns ? req->sched_ns : t->sent_back_ns;
 
     /* A resent request was counted, and its schedule error taken, when
      * it first went out. */
@@ -138,12 +145,14 @@ void lg_thread_sent(lg_thread *t, const lg_req *req)
         return;
     t->st.c.sent++;
     sv_record(t->st.rec, LG_SCHED_ERR, (int64_t)err);
+    sv_record(t->st.rec, LG_LOOP_LATE, req->sent_ns > could_go ? (int64_t)(req->sent_ns - could_go) : 0);
     if ((double)err > t->o->late_ns)
         t->st.c.late++;
 }
 
 void lg_thread_batch(lg_thread *t, unsigned n)
 {
+    t->sent_back_ns = sv_clock_monotonic_ns();
     if (t->measuring)
         sv_record(t->st.rec, LG_BATCH, n);
 }
@@ -232,15 +241,15 @@ void lg_thread_dropped(lg_thread *t, const lg_req *req, int sent)
         t->st.c.lost++;
 }
 
+void lg_thread_readable(lg_thread *t, lg_conn *c)
+{
+    lg_ready_push(&t->ready, c->id, sv_clock_monotonic_ns());
+}
+
 void lg_thread_io_done(lg_thread *t, uint64_t start)
 {
-    uint64_t now = sv_clock_monotonic_ns(), took = now - start;
-
     if (t->measuring)
-        t->st.busy_ns += took;
-    t->pass_ns = took > t->pass_ns ? took : t->pass_ns - (t->pass_ns >> 6);
-    if (now + tight_ns(t) >= t->wake_ns)
-        event_base_loopbreak(t->base);
+        t->st.busy_ns += sv_clock_monotonic_ns() - start;
 }
 
 void lg_thread_unexpected(lg_thread *t)
@@ -531,38 +540,90 @@ static uint64_t next_wake(const lg_thread *t)
 }
 
 /* Block in the event loop until `at` (or a socket is ready). How late
- * past `at` the loop got back (the timer's wake-up, or a reply's callback
+ * past `at` the loop got back (the timer's wake-up, or a write callback
  * that ran past it: either delays the send) teaches --spin-us auto how
  * early to stop sleeping; an early return for a reply teaches nothing. */
-static void sleep_until(lg_thread *t, uint64_t at, uint64_t now)
+static uint64_t sleep_until(lg_thread *t, uint64_t at, uint64_t now)
 {
     arm_wake(t, at);
-    t->polled_ns = now;
     event_base_loop(t->base, EVLOOP_ONCE);
-    now = sv_clock_monotonic_ns();
+    now = t->polled_ns = sv_clock_monotonic_ns();
     if (t->o->spin_auto && now >= at)
         lg_margin_observe(&t->margin, now - at);
+    return now;
 }
 
-/* Sleep in the event loop until `spin` before the wake time, then poll
- * without blocking, then spin on the clock alone: a timer wakes up tens
- * of microseconds late on a busy machine, a poll loop within a few. */
+/* ONCE too: without it libevent polls again while any callback ran, and
+ * a connection stays readable until the loop reads it. */
+static uint64_t poll_once(lg_thread *t, uint64_t now)
+{
+    t->polled_ns = now;
+    event_base_loop(t->base, EVLOOP_NONBLOCK | EVLOOP_ONCE);
+    return sv_clock_monotonic_ns();
+}
+
+/* Read the connection found readable first (conn.c), and learn from how
+ * long that took how close to a send a read may start. */
+static uint64_t read_one(lg_thread *t, uint64_t now)
+{
+    lg_conn *c = &t->conns[lg_ready_pop(&t->ready)];
+    uint64_t done;
+
+    if (c->state != LG_CONN_UP)
+        return now;     /* dropped since it was found readable */
+    lg_conn_read(c);
+    done = sv_clock_monotonic_ns();
+    lg_guard_observe(&t->guard, done - now);
+    if (t->measuring)
+        t->st.busy_ns += done - now;
+    return done;
+}
+
+/* The last stretch before a send: the clock alone. Its stalls are what a
+ * perfect sender would suffer on this CPU now (perfect.h). */
+static uint64_t spin_until(lg_thread *t, uint64_t wake, uint64_t now)
+{
+    uint64_t from = now;
+
+    while (now < wake) {
+        uint64_t before = now;
+
+        __builtin_ia32_pause();
+        now = sv_clock_monotonic_ns();
+        if (now - before > LG_STALL_MIN_NS && t->measuring)
+            sv_record(t->st.rec, LG_SPIN_STALL, (int64_t)(now - before));
+    }
+    if (t->measuring)
+        t->st.spun_ns += now - from;
+    return now;
+}
+
+/* One step of waiting for the wake time: read a connection found
+ * readable, sleep in the event loop until the margin before the wake
+ * time, poll without blocking, or spin on the clock alone. A timer wakes
+ * up tens of microseconds late on a busy machine, a spinning loop within
+ * a few; within the guard of the wake time nothing but the clock runs, so
+ * a reply that comes in then waits for the send (unless replies have
+ * waited MAX_DEFER_NS). Returns the time the step ended (after a spin,
+ * the very read that crossed the wake time), which the caller uses. */
 static uint64_t wait_until(lg_thread *t, uint64_t wake, uint64_t now)
 {
     uint64_t spin = t->o->spin_auto ? lg_margin_ns(&t->margin) : (uint64_t)t->o->spin_ns;
+    uint64_t guard = lg_margin_ns(&t->guard);
+    int room = wake > now + guard;
 
-    t->wake_ns = wake;
-    if (wake > now + spin && wake > now + tight_ns(t)) {
-        sleep_until(t, wake - spin, now);
-    } else if (wake > now + tight_ns(t) || now - t->polled_ns > MAX_UNPOLLED_NS) {
-        t->polled_ns = now;
-        event_base_loop(t->base, EVLOOP_NONBLOCK);
-    } else {
-        while ((now = sv_clock_monotonic_ns()) < wake)
-            __builtin_ia32_pause();
-        return now;
+    if (!lg_ready_empty(&t->ready)) {
+        if (room || now - lg_ready_oldest(&t->ready) > MAX_DEFER_NS)
+            return read_one(t, now);
+    } else if (room && wake > now + spin) {
+        return sleep_until(t, wake - spin, now);
+    } else if (now - t->polled_ns > (room ? POLL_EVERY_NS : MAX_DEFER_NS)) {
+        return poll_once(t, now);
     }
-    return sv_clock_monotonic_ns();
+    /* With room to spare, only until the next poll is due. */
+    if (room)
+        wake = min_u64(wake - guard, t->polled_ns + POLL_EVERY_NS);
+    return spin_until(t, wake, now);
 }
 
 /* One clock read ends the work of a pass and starts the wait; the wait

@@ -13,6 +13,7 @@
 #include "conn.h"
 #include "margin.h"
 #include "options.h"
+#include "ready.h"
 #include "rng.h"
 #include "stats.h"
 #include "tstamp.h"
@@ -35,16 +36,18 @@ typedef struct lg_thread {
     pthread_t tid;
     struct event_base *base;
     int tfd;                    /* timerfd that ends blocking waits */
+    uint64_t armed_ns;          /* when it is armed to fire, 0 once it has */
     struct event *wake;
     lg_schedule sched;
     lg_rng rng;                 /* request contents */
     lg_conn *conns;
     unsigned nconns, rr;
     uint64_t next_ns;           /* next scheduled send */
-    uint64_t wake_ns;           /* when the loop must next act (send, flush, retry, end) */
-    uint64_t pass_ns;           /* longest recent I/O callback, decaying */
     uint64_t polled_ns;         /* when the loop last polled its sockets */
+    uint64_t sent_back_ns;      /* when its last send() returned */
+    lg_ready ready;             /* connections found readable, not yet read */
     lg_margin margin;           /* --spin-us auto: when to stop sleeping */
+    lg_margin guard;            /* when to stop reading (margin.h) */
     uint64_t measure_start, measure_end, deadline;
     uint64_t to_measure;        /* --requests: measured requests left */
     int generating, measuring, ending, connecting;
@@ -67,7 +70,7 @@ void *lg_thread_main(void *arg);
 
 /* Connection callbacks. */
 void lg_thread_sent(lg_thread *t, const lg_req *req);
-/* One write() carried `n` requests. */
+/* One send() carried `n` requests and has just returned. */
 void lg_thread_batch(lg_thread *t, unsigned n);
 /* A reply to `req` came in the read `rx` describes. */
 void lg_thread_reply(lg_thread *t, lg_conn *c, const lg_req *req, const lg_rx_time *rx,
@@ -78,9 +81,10 @@ void lg_thread_retried(lg_thread *t, const lg_req *req);
  * (`sent`), or still queued when the run ended. */
 void lg_thread_dropped(lg_thread *t, const lg_req *req, int sent);
 void lg_thread_unexpected(lg_thread *t);
-/* An I/O callback that began at `start` is done: count it as busy, and
- * if another callback might run past the next send, hand control back
- * to the loop now (the rest wait for the next poll). */
+/* The poll found `c` readable: the loop reads it when it has time. */
+void lg_thread_readable(lg_thread *t, lg_conn *c);
+/* A write callback (connected, or room in a full socket buffer) that
+ * began at `start` is done: count it as busy. */
 void lg_thread_io_done(lg_thread *t, uint64_t start);
 void lg_thread_connected(lg_thread *t, lg_conn *c, uint64_t now);
 void lg_thread_conn_down(lg_thread *t, lg_conn *c, uint64_t now, int connect_failed);

@@ -1,15 +1,28 @@
-/* A streaming quantile estimate of timer lateness (Robbins-Monro): step
- * up by Q/(1-Q) units when a sample exceeds the estimate and down by one
- * otherwise; it settles where a share 1-Q of samples exceed it. */
+/* Streaming quantile estimates (Robbins-Monro): step up by Q/(1-Q) units
+ * when a sample exceeds the estimate and down by one otherwise; the
+ * estimate settles where a share 1-Q of samples exceed it. */
 #include "margin.h"
 
-/* One unit: the estimate moves 20 ns down per timely wake and 4 us up
- * per late one, so it rises within tens of late wakes when the machine
- * gets busy and falls by 100 us in 5000 wakes (1 s at 5k req/s). The
- * quantile is p99.5, not p99: a wake-up later than the margin makes at
- * most one send late, so the sends' p99 stays on time with room over. */
-#define STEP_NS 20ULL
-#define UP_STEPS 199ULL     /* Q = 0.995 */
+/* The timer margin: one unit is 20 ns, so the estimate moves down 20 ns
+ * per timely wake and up 4 us per late one: it rises within tens of late
+ * wakes when the machine gets busy and falls by 100 us in 5000 wakes (1 s
+ * at 5k req/s). The quantile is p99.5, not p99: a wake-up later than the
+ * margin makes at most one send late, so the sends' p99 stays on time
+ * with room over. */
+#define MARGIN_STEP_NS 20ULL
+#define MARGIN_UP_STEPS 199ULL      /* Q = 0.995 */
+/* The read guard: p99 in 10 ns units (up 0.99 us per read longer than
+ * the guard). Reads are about as many as requests, so it follows a
+ * change of machine within a few thousand requests. */
+#define GUARD_STEP_NS 10ULL
+#define GUARD_UP_STEPS 99ULL        /* Q = 0.99 */
+
+static uint64_t track(uint64_t est, uint64_t sample, uint64_t step, uint64_t up_steps,
+                      uint64_t min, uint64_t max)
+{
+    est = sample > est ? est + step * up_steps : est - step;
+    return est < min ? min : est > max ? max : est;
+}
 
 void lg_margin_init(lg_margin *m)
 {
@@ -18,17 +31,17 @@ void lg_margin_init(lg_margin *m)
 
 void lg_margin_observe(lg_margin *m, uint64_t late_ns)
 {
-    if (late_ns > m->est_ns)
-        m->est_ns += STEP_NS * UP_STEPS;
-    else
-        m->est_ns -= STEP_NS;
-    if (m->est_ns < LG_MARGIN_MIN_NS)
-        m->est_ns = LG_MARGIN_MIN_NS;
-    if (m->est_ns > LG_MARGIN_MAX_NS)
-        m->est_ns = LG_MARGIN_MAX_NS;
+    m->est_ns = track(m->est_ns, late_ns, MARGIN_STEP_NS, MARGIN_UP_STEPS, LG_MARGIN_MIN_NS,
+                      LG_MARGIN_MAX_NS);
 }
 
-uint64_t lg_margin_ns(const lg_margin *m)
+void lg_guard_init(lg_margin *g)
 {
-    return m->est_ns;
+    g->est_ns = LG_GUARD_START_NS;
+}
+
+void lg_guard_observe(lg_margin *g, uint64_t took_ns)
+{
+    g->est_ns = track(g->est_ns, took_ns, GUARD_STEP_NS, GUARD_UP_STEPS, LG_GUARD_MIN_NS,
+                      LG_GUARD_MAX_NS);
 }

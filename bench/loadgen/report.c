@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "parse.h"
+#include "perfect.h"
 
 const double lg_client_q[LG_NQ] = { 0.5, 0.99, 0.999 };
 static const char *const client_q_name[LG_NQ] = { "p50_ns", "p99_ns", "p999_ns" };
@@ -147,9 +148,29 @@ static void text_reply_timing(FILE *out, const lg_result *r)
             quantile(d, 0.5) / 1e3, quantile(d, 0.99) / 1e3, (double)d->moments.max / 1e3);
 }
 
+/* The schedule error against what the machine allowed (perfect.h). */
+static void text_schedule(FILE *out, const lg_result *r)
+{
+    const sv_stage *err = stage(r, LG_SCHED_ERR), *own = stage(r, LG_LOOP_LATE);
+    const sv_hist *stalls = &stage(r, LG_SPIN_STALL)->hist;
+    uint64_t spun = r->total.spun_ns;
+
+    fprintf(out, "  schedule error (us)    p50 %.2f  p99 %.2f  max %.1f\n", quantile(err, 0.5) / 1e3,
+            quantile(err, 0.99) / 1e3, (double)err->moments.max / 1e3);
+    fprintf(out, "    the loop's own (us)  p50 %.2f  p99 %.2f  max %.1f  (after an earlier send() "
+            "returned)\n", quantile(own, 0.5) / 1e3, quantile(own, 0.99) / 1e3,
+            (double)own->moments.max / 1e3);
+    if (spun == 0)
+        fprintf(out, "  perfect sender (us)    not measured (the loop never spun on the clock)\n");
+    else
+        fprintf(out, "  perfect sender (us)    p50 %.2f  p99 %.2f  (the CPU's stalls in %.3f s of "
+                "clock-only spinning)\n", lg_perfect_quantile(stalls, spun, 0.5) / 1e3,
+                lg_perfect_quantile(stalls, spun, 0.99) / 1e3, spun / 1e9);
+}
+
 void lg_report_text(FILE *out, const lg_result *r)
 {
-    const sv_stage *err = stage(r, LG_SCHED_ERR), *batch = stage(r, LG_BATCH);
+    const sv_stage *batch = stage(r, LG_BATCH);
     double cpu = r->total.cpu_user_s + r->total.cpu_sys_s;
 
     text_header(out, r);
@@ -159,8 +180,7 @@ void lg_report_text(FILE *out, const lg_result *r)
     text_latency(out, "from actual send", stage(r, LG_LAT_SENT));
     text_latency(out, "from sched to read", stage(r, LG_LAT_READ));
     text_reply_timing(out, r);
-    fprintf(out, "  schedule error (us)    p50 %.2f  p99 %.2f  max %.1f\n", quantile(err, 0.5) / 1e3,
-            quantile(err, 0.99) / 1e3, (double)err->moments.max / 1e3);
+    text_schedule(out, r);
     fprintf(out, "  requests per write     mean %.2f  p99 %llu  max %llu\n", batch->moments.mean,
             (unsigned long long)quantile(batch, 0.99), (unsigned long long)batch->moments.max);
     if (r->o->seq_clients)
@@ -358,6 +378,19 @@ static void json_series(FILE *f, const lg_result *r)
     fputs("]", f);
 }
 
+static void json_perfect(FILE *f, const lg_result *r)
+{
+    const sv_hist *stalls = &stage(r, LG_SPIN_STALL)->hist;
+    uint64_t spun = r->total.spun_ns;
+
+    fprintf(f, "\"perfect_sender\":{\"observed_ns\":%llu,\"p50\":%llu,\"p90\":%llu,\"p99\":%llu,"
+            "\"p999\":%llu}", (unsigned long long)spun,
+            (unsigned long long)lg_perfect_quantile(stalls, spun, 0.5),
+            (unsigned long long)lg_perfect_quantile(stalls, spun, 0.9),
+            (unsigned long long)lg_perfect_quantile(stalls, spun, 0.99),
+            (unsigned long long)lg_perfect_quantile(stalls, spun, 0.999));
+}
+
 static void json_cpu(FILE *f, const lg_result *r)
 {
     double w = r->window_ns / 1e9, cpu = r->total.cpu_user_s + r->total.cpu_sys_s;
@@ -369,9 +402,10 @@ static void json_cpu(FILE *f, const lg_result *r)
             "\"busy_fraction\":%.4f,\"process_user_s\":%.6f,\"process_sys_s\":%.6f,\"threads\":[",
             r->total.cpu_user_s, r->total.cpu_sys_s, w > 0 ? cpu / w : 0, lg_result_busy(r), pu, ps);
     for (t = 0; t < r->nthreads; t++)
-        fprintf(f, "%s{\"user_s\":%.6f,\"sys_s\":%.6f,\"spin_margin_us\":%.3f}", t ? "," : "",
-                r->threads[t].st.cpu_user_s, r->threads[t].st.cpu_sys_s,
-                (r->o->spin_auto ? (double)lg_margin_ns(&r->threads[t].margin) : r->o->spin_ns) / 1e3);
+        fprintf(f, "%s{\"user_s\":%.6f,\"sys_s\":%.6f,\"spin_margin_us\":%.3f,\"read_guard_us\":%.3f}",
+                t ? "," : "", r->threads[t].st.cpu_user_s, r->threads[t].st.cpu_sys_s,
+                (r->o->spin_auto ? (double)lg_margin_ns(&r->threads[t].margin) : r->o->spin_ns) / 1e3,
+                (double)lg_margin_ns(&r->threads[t].guard) / 1e3);
     fputs("]}", f);
 }
 
@@ -392,6 +426,8 @@ int lg_report_json(const char *path, const lg_result *r, char *err)
         fputc(',', f);
         json_stage(f, lg_stage_names[i], stage(r, i));
     }
+    fputc(',', f);
+    json_perfect(f, r);
     fputc(',', f);
     json_clients(f, r);
     fputc(',', f);

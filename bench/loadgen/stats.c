@@ -6,7 +6,7 @@
 
 const char *const lg_stage_names[LG_NSTAGES] = {
     "latency_scheduled", "latency_sent", "schedule_error", "batch_size", "connect",
-    "latency_read", "client_delay",
+    "latency_read", "client_delay", "loop_lateness", "spin_stall",
 };
 
 int lg_stats_init(lg_stats *s)
@@ -66,6 +66,7 @@ int lg_stats_merge(lg_stats *into, const lg_stats *from)
     into->cpu_user_s += from->cpu_user_s;
     into->cpu_sys_s += from->cpu_sys_s;
     into->busy_ns += from->busy_ns;
+    into->spun_ns += from->spun_ns;
     for (i = from->nsec; i-- > 0;) {
         const lg_second *f = &from->sec[i];
         lg_second *t;

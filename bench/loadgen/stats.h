@@ -20,6 +20,9 @@ enum {
     LG_CONNECT,     /* connect() to established, ns */
     LG_LAT_READ,    /* loop read - scheduled send: the reply time before kernel stamps */
     LG_CLIENT_DELAY,/* loop read - kernel receive: the client's own delay */
+    LG_LOOP_LATE,   /* actual send - (scheduled send, or the thread's previous send()
+                     * returning, whichever is later): the wait's own error */
+    LG_SPIN_STALL,  /* a gap over LG_STALL_MIN_NS between two clock reads of a spin */
     LG_NSTAGES
 };
 
@@ -59,6 +62,7 @@ typedef struct {
     size_t nsec;
     double cpu_user_s, cpu_sys_s;   /* during measurement */
     uint64_t busy_ns;               /* loop time spent working, not waiting */
+    uint64_t spun_ns;               /* loop time spent spinning on the clock alone */
 } lg_stats;
 
 /* Per client (connection slot): its own view of scheduled latency. */

@@ -19,7 +19,7 @@ hardest comparison for loadgen). Then:
    replies of one read in one send, and polls without sleeping, as a
    saturated server would). There loadgen gives up first: that rate is
    what one loadgen thread sustains.
-3. the ratio: loadgen thread / memcached worker (goal >= 2x), and the
+3. the ratio: loadgen thread / memcached worker (goal >= 1.1x), and the
    most any loadgen making the same system calls could reach: memcached's
    CPU per request at its sustained rate over loadgen's *system* CPU per
    request at its capacity (on loopback a send() also runs the
@@ -233,7 +233,8 @@ def describe(name: str, r: dict[str, Any]) -> str:
             f"exp {r['exp'][0] / 1e3:.2f}/{r['exp'][1] / 1e3:.2f} us")
 
 
-def summary(name: str, runs: list[dict[str, Any]], mc_cap: float, mc_sys_us: float) -> dict[str, float]:
+def summary(name: str, runs: list[dict[str, Any]], mc_cap: float, mc_sys_us: float,
+            floor99: float) -> dict[str, float]:
     med = statistics.median
     s = {"cap": med(r["cap"] for r in runs), "sys_us": med(r["sys_us"] for r in runs)}
     for a in ("det", "exp"):
@@ -241,7 +242,7 @@ def summary(name: str, runs: list[dict[str, Any]], mc_cap: float, mc_sys_us: flo
         s[a + "99"] = med(r[a][1] for r in runs)
     print(f"{name}: one thread sustains {s['cap']:.0f} req/s against the stub "
           f"(next step failed because of: {', '.join(r['why'] for r in runs)})")
-    print(f"{name}: loadgen thread / memcached worker: {s['cap'] / mc_cap:.2f}x (goal >= 2x)"
+    print(f"{name}: loadgen thread / memcached worker: {s['cap'] / mc_cap:.2f}x (goal >= 1.1x)"
           + (" (a search failed at its first rate: lower --start)" if min(r["cap"] for r in runs) == 0 else ""))
     mc_us = 1e6 / mc_cap
     print(f"{name}: CPU per request: memcached worker {mc_us:.2f} us ({mc_sys_us:.2f} us system), "
@@ -249,7 +250,8 @@ def summary(name: str, runs: list[dict[str, Any]], mc_cap: float, mc_sys_us: flo
           f"with no user-space cost at all could reach {mc_us / max(s['sys_us'], 1e-9):.2f}x")
     for a in ("det", "exp"):
         print(f"{name}: schedule error at 50% ({a}): p50 {s[a + '50'] / 1e3:.2f} us, "
-              f"p99 {s[a + '99'] / 1e3:.2f} us (goal p99 <= 5 us)")
+              f"p99 {s[a + '99'] / 1e3:.2f} us (goal p99 <= the machine floor's p99 + 10 us = "
+              f"{floor99 / 1e3 + 10:.2f} us)")
     return s
 
 
@@ -295,10 +297,14 @@ def main(argv: list[str] | None = None) -> int:
                 prev = runs[name][-1]["cap"] if runs[name] else 0.0
                 runs[name].append(loadgen_side(args, binary, target, max(args.start, prev / STEP ** 3)))
                 print(f"repeat {i + 1}, {describe(name, runs[name][-1])}", flush=True)
+    end_floor = machine_floor(args.loadgen_cpu)
+    print(f"machine floor on CPU {args.loadgen_cpu} at the end: p50 {end_floor[0] / 1e3:.2f} us, "
+          f"p99 {end_floor[1] / 1e3:.2f} us")
     print(f"load average after: {loadavg_text()}")
     print(f"memcached worker (-t 1, gets of missing keys): about {mc_cap:.0f} req/s at 100% of a core "
           f"(median of {args.repeats}; who gave up: {', '.join(m[1] for m in mc)})")
-    s = {name: summary(name, runs[name], mc_cap, mc_sys_us) for name in sides}
+    floor99 = max(floor[1], end_floor[1])
+    s = {name: summary(name, runs[name], mc_cap, mc_sys_us, floor99) for name in sides}
     if "baseline" in s:
         c, b = s["current"], s["baseline"]
         print(f"current / baseline: capacity {c['cap'] / max(b['cap'], 1):.2f}x; schedule error p99 det "

@@ -9,6 +9,7 @@ bad flags are refused clearly.
 """
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
@@ -320,6 +321,55 @@ def test_httpd_replies_timed_by_the_kernel(tmp_path: Path) -> None:
                             "-d", "1", "-w", "0.2", "--path", "/big.txt")
     assert_clean(report)
     assert_reply_timing(report, kernel=True)
+
+
+# ---- the wait: replies read when no send is near ---------------------------
+
+@contextlib.contextmanager
+def running_stub() -> Iterator[int]:
+    """bench-loadgen's stub server on loopback: its port."""
+    with socket.socket() as s:
+        s.bind((LOOPBACK, 0))
+        port = s.getsockname()[1]
+    stub = subprocess.Popen([str(stub_binary()), "-p", str(port), "--seconds", "60"])
+    try:
+        wait_for_port(port, stub, 10)
+        yield port
+    finally:
+        stub.kill()
+        stub.wait()
+
+
+@pytest.mark.parametrize("load", [
+    # Sends every 20 us on 8 connections: closer together than many reads.
+    ["-r", "50000", "-c", "8", "-a", "det", "-d", "1"],
+    # Poisson bursts on one connection: replies come in between sends.
+    ["-r", "30000", "-c", "1", "-d", "1"],
+    # Far beyond one thread: the loop is always behind with its sends.
+    ["-r", "1000000", "-c", "8", "-a", "det", "-d", "0.2"],
+], ids=["close-sends", "poisson-one-connection", "always-behind"])
+def test_replies_left_for_sends_are_all_read(tmp_path: Path, load: list[str]) -> None:
+    """The loop leaves replies in the socket while a send is near, and
+    reads a connection found readable within a bound however busy sending
+    keeps it: every request is answered, kernel-timed, none lost."""
+    with running_stub() as port:
+        report, _ = loadgen(tmp_path, "-p", str(port), "--get-ratio", "1", "-w", "0.2",
+                            "--timeout", "20", *load)
+    assert_clean(report)
+    assert report["counts"]["completed"] > 0
+    assert_reply_timing(report, kernel=True)
+
+
+def test_wait_margins_are_reported(fork_memcached: MemcachedServer, tmp_path: Path) -> None:
+    """Each thread's learnt margins, within their bounds (margin.h)."""
+    report, _ = loadgen(tmp_path, "-p", str(fork_memcached.port), "-r", "2000", "-d", "1",
+                        "-w", "0.2", "-T", "2")
+    assert_clean(report)
+    threads = report["cpu"]["threads"]
+    assert len(threads) == 2
+    for t in threads:
+        assert 10 <= t["spin_margin_us"] <= 200, t
+        assert 1 <= t["read_guard_us"] <= 20, t
 
 
 # ---- broken servers: counted, and the run still ends -----------------------

@@ -1,5 +1,5 @@
 /* --spin-us auto: the margin follows the timer's high lateness quantile,
- * within its bounds. */
+ * within its bounds; the read guard follows a read's p99 duration. */
 #include <criterion/criterion.h>
 
 #include "margin.h"
@@ -45,4 +45,49 @@ Test(margin, never_beyond_the_maximum)
     for (i = 0; i < 1000; i++)
         lg_margin_observe(&m, 50000000);
     cr_assert_eq(lg_margin_ns(&m), LG_MARGIN_MAX_NS);
+}
+
+Test(guard, starts_at_its_start_value)
+{
+    lg_margin g;
+
+    lg_guard_init(&g);
+    cr_assert_eq(lg_margin_ns(&g), LG_GUARD_START_NS);
+}
+
+Test(guard, settles_near_the_p99_of_read_time)
+{
+    lg_margin g;
+    int i;
+
+    lg_guard_init(&g);
+    /* One read in 50 takes 12 us, the rest 2 us: p99 is 12 us. */
+    for (i = 0; i < 200000; i++)
+        lg_guard_observe(&g, i % 50 == 0 ? 12000 : 2000);
+    cr_assert_geq(lg_margin_ns(&g), 11000, "%llu", (unsigned long long)lg_margin_ns(&g));
+    cr_assert_leq(lg_margin_ns(&g), 13000, "%llu", (unsigned long long)lg_margin_ns(&g));
+}
+
+Test(guard, fast_reads_shrink_it_to_the_minimum)
+{
+    lg_margin g;
+    int i;
+
+    lg_guard_init(&g);
+    for (i = 0; i < 100000; i++)
+        lg_guard_observe(&g, 300);
+    cr_assert_eq(lg_margin_ns(&g), LG_GUARD_MIN_NS);
+}
+
+Test(guard, a_preempted_read_moves_it_one_step_and_never_past_the_cap)
+{
+    lg_margin g;
+    int i;
+
+    lg_guard_init(&g);
+    lg_guard_observe(&g, 5000000);
+    cr_assert_lt(lg_margin_ns(&g), LG_GUARD_START_NS + 2000);
+    for (i = 0; i < 1000; i++)
+        lg_guard_observe(&g, 5000000);
+    cr_assert_eq(lg_margin_ns(&g), LG_GUARD_MAX_NS);
 }
