@@ -149,13 +149,9 @@ def batching(size: Size, name: str, saturation: float) -> UseCase:
 # the knob should lower latency). Smaller sizes use fewer.
 LRU_LIGHT_SHARES = {"tiny": [], "quick": [0.3], "full": [0.3, 0.5]}
 # "No worse" wants a CI within +10%, or no difference with runs that
-# resolve 20%: at light load a run's p99 is set by a few bursts of other
-# work on the server's CPU, and runs spread by x1.2-1.3 here. Pairing
-# the interleaved runs did not narrow that (the bursts are not slower
-# than a run), so the full size runs the light cells twice as often and
-# three times as long as the others: a p99 over more bursts varies less.
+# resolve 20%: at light load runs spread by x1.2-1.3 here, so the full
+# size runs the light cells twice as often as the others.
 LRU_LIGHT_RUNS_FACTOR = {"tiny": 1, "quick": 1, "full": 2}
-LRU_LIGHT_DURATION_FACTOR = {"tiny": 1, "quick": 1, "full": 3}
 LRU_HEAVY_SHARES = {"tiny": [0.5], "quick": [0.85], "full": [0.7, 0.85]}
 LRU_BUDGET = 50
 
@@ -203,7 +199,6 @@ def lru_claims(on: Level, auto: Level, light: list[float], heavy: list[float]) -
 def lru(size: Size, name: str, saturation: float) -> UseCase:
     light, heavy = shares_of(saturation, LRU_LIGHT_SHARES[name]), shares_of(saturation, LRU_HEAVY_SHARES[name])
     common, common_light = lru_common(size, name), lru_common(size, name, evicting=False)
-    common_light["duration_s"] = size.duration_s * LRU_LIGHT_DURATION_FACTOR[name]
     off, on, auto = lru_baseline(), lru_level(LRU_BUDGET), lru_level("auto")
     where = ("memcached fork with one worker (-t 1) and its background threads on one core (CPU 1), "
              "loadgen on CPU 0; 90% gets, 20-byte keys, 50-byte values, "
@@ -372,8 +367,7 @@ def reproduce(out: Path, size_name: str, only: list[str], netns: bool = False) -
     results["notes"].append(
         f"Size `{size_name}`: {size.runs} runs per cell ({size.sweep_runs} in sweeps, "
         f"{size.runs * LRU_LIGHT_RUNS_FACTOR[size_name]} in the light-load LRU cells), "
-        f"{size.duration_s:g} s measured after {size.warmup_s:g} s of warm-up per run "
-        f"({size.duration_s * LRU_LIGHT_DURATION_FACTOR[size_name]:g} s in the light-load LRU cells). "
+        f"{size.duration_s:g} s measured after {size.warmup_s:g} s of warm-up per run. "
         f"Load average when the run started: {load0}; this is a shared 2-core machine where other "
         "work (builds, test suites) comes and goes: the runs are interleaved (knob levels back to back, "
         "their order rotating), so a drift hits every level alike.")
