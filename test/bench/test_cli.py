@@ -30,7 +30,7 @@ def stagevar(*args: str, timeout: float = 120) -> subprocess.CompletedProcess[st
     (["profile", "--duration", "3parsecs"], "'3parsecs'"),
     (["profile", "--server-cpus", "7-3"], "'7-3'"),
     (["profile", "--server-cpus", "99"], "'99'"),
-    (["compare", "--level", "a=stock", "--loads", "1000", "--runs", "31", "--out", "x"], "31"),
+    (["compare", "--level", "a=stock", "--loads", "1000", "--runs", "61", "--out", "x"], "61"),
     (["compare", "--level", "a=stock", "--loads", "-5", "--out", "x"], "-5"),
     (["compare", "--level", "a=weird", "--loads", "1000", "--out", "x"], "'weird'"),
     (["compare", "--level", "a=fork", "--server-args", "b=-t 1", "--loads", "10", "--out", "x"], "'b'"),
@@ -49,8 +49,8 @@ def test_bad_input_is_one_line_naming_the_value(args: list[str], named: str) -> 
 
 @pytest.mark.parametrize("check,text,message", [
     (runs_count, "many", "bad run count 'many'"),
-    (runs_count, "1", "runs per cell must be 2..30, not 1"),
-    (runs_count, "50", "runs per cell must be 2..30, not 50"),     # quoted in README.md
+    (runs_count, "1", "runs per cell must be 2..60, not 1"),
+    (runs_count, "61", "runs per cell must be 2..60, not 61"),     # quoted in README.md
     (conf_level, "high", "bad confidence 'high'"),
     (conf_level, "0.4", "confidence must be in [0.5, 1), not '0.4'"),
     (conf_level, "1", "confidence must be in [0.5, 1), not '1'"),
@@ -62,7 +62,7 @@ def test_number_options_name_the_bad_value(check: Callable[[str], float], text: 
 
 
 def test_number_options_take_their_range_inclusive_where_documented() -> None:
-    assert (runs_count("2"), runs_count("30")) == (2, 30)
+    assert (runs_count("2"), runs_count("60")) == (2, 60)
     assert (conf_level("0.5"), conf_level("0.99")) == (0.5, 0.99)
     assert isinstance(runs_count("5"), int)
 
