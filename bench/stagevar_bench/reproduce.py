@@ -149,9 +149,12 @@ def batching(size: Size, name: str, saturation: float) -> UseCase:
 # the knob should lower latency). Smaller sizes use fewer.
 LRU_LIGHT_SHARES = {"tiny": [], "quick": [0.3], "full": [0.3, 0.5]}
 # "No worse" wants a CI within +10%, or no difference with runs that
-# resolve 20%: at light load runs spread by x1.2-1.3 here, so the full
-# size runs the light cells twice as often as the others.
-LRU_LIGHT_RUNS_FACTOR = {"tiny": 1, "quick": 1, "full": 2}
+# resolve 20%. At light load a run's p99 spreads by x1.2-1.4 here (sd of
+# its log 0.26-0.36), and resolving 20% at 95% with 80% power takes
+# 2 * (2.8 * sd / ln 1.2)^2 runs a side: 42 at sd 0.3, 61 at 0.36. So the
+# full size runs the light cells 12 times as often as the others (60).
+# Longer runs did not narrow the spread (9 s against 3 s, 2026-11-26).
+LRU_LIGHT_RUNS_FACTOR = {"tiny": 1, "quick": 1, "full": 12}
 LRU_HEAVY_SHARES = {"tiny": [0.5], "quick": [0.85], "full": [0.7, 0.85]}
 LRU_BUDGET = 50
 
