@@ -190,7 +190,7 @@ def build_parser() -> Parser:
     q = sub.add_parser("reproduce", help="the paper's three use cases, then the report")
     size = q.add_mutually_exclusive_group()
     size.add_argument("--quick", action="store_const", const="quick", dest="size",
-                      help="about 4 minutes instead of about 23 on 2 cores")
+                      help="about 4 minutes instead of about 51 on 2 cores")
     size.add_argument("--size", choices=["tiny", "quick", "full"], default="full",
                       help="tiny is for the end-to-end test (about a minute)")
     q.add_argument("--only", type=word_list, default=None,

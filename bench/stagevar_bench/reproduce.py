@@ -206,8 +206,9 @@ def lru(size: Size, name: str, saturation: float) -> UseCase:
     where = ("memcached fork with one worker (-t 1) and its background threads on one core (CPU 1), "
              "loadgen on CPU 0; 90% gets, 20-byte keys, 50-byte values, "
              f"{common['client_args'][5]} keys preloaded; Poisson arrivals at ")
-    knobs = (f"Knobs: no maintainer thread; the worker does the maintenance when no request is ready, "
-             f"for at most {LRU_BUDGET} µs, or for a quarter of its idle gap (auto).")
+    knobs = (f"Knobs: no maintainer thread; the worker does the maintenance between requests, "
+             f"for at most {LRU_BUDGET} µs, or for a quarter of its idle gap (auto), stopping for a "
+             "request while the cache has room.")
     designs = [Design(name="lru", levels=[off, on, auto], loads=heavy, arrivals=["exp"], runs=size.runs,
                       description=where + "/".join(f"{f:.0%}" for f in LRU_HEAVY_SHARES[name])
                       + f" of the measured saturation rate ({saturation:.0f} req/s), into 16 MB: evictions "
