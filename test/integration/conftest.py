@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import subprocess
+import urllib.request
 from pathlib import Path
 from typing import Iterator
 
@@ -23,6 +24,13 @@ def loadgen_binary() -> Path:
     if not path.exists():
         pytest.skip(f"{path} is not built (run make)")
     return path
+
+
+def server_status(server: HttpdServer) -> dict[str, str]:
+    """The fields of httpd's `/server-status?auto` page, by name."""
+    with urllib.request.urlopen(server.url("/server-status?auto"), timeout=10) as r:
+        lines = r.read().decode().splitlines()
+    return dict(line.split(": ", 1) for line in lines if ": " in line)
 
 
 def httpd_config_test(binary: Path, extra_conf: str,

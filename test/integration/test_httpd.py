@@ -8,7 +8,7 @@ import urllib.request
 
 import pytest
 
-from conftest import binary_or_skip
+from conftest import binary_or_skip, server_status
 from stagevar_bench.servers import HttpdServer
 
 
@@ -51,12 +51,6 @@ def test_missing_file_is_404(httpd: HttpdServer) -> None:
     with pytest.raises(urllib.error.HTTPError) as e:
         urllib.request.urlopen(httpd.url("/nope.html"), timeout=10)
     assert e.value.code == 404
-
-
-def server_status(httpd: HttpdServer) -> dict[str, str]:
-    with urllib.request.urlopen(httpd.url("/server-status?auto"), timeout=10) as r:
-        lines = r.read().decode().splitlines()
-    return dict(line.split(": ", 1) for line in lines if ": " in line)
 
 
 def test_server_status_auto_parses(httpd: HttpdServer) -> None:

@@ -14,7 +14,7 @@ from typing import Iterator
 
 import pytest
 
-from conftest import binary_or_skip, httpd_config_test
+from conftest import binary_or_skip, httpd_config_test, server_status
 from stagevar_bench.servers import HttpdServer
 
 STAGES = ["listener_to_worker", "kernel_to_read", "read_to_parse",
@@ -147,11 +147,7 @@ def test_html_page(traced: HttpdServer) -> None:
 def test_server_status_carries_the_stage_lines(traced: HttpdServer) -> None:
     sent = send_requests(traced)
     settled_stats(traced, sent)
-    fields = {}
-    for line in get(traced.url("/server-status?auto")).splitlines():
-        key, sep, value = line.partition(": ")
-        if sep:
-            fields[key] = value
+    fields = server_status(traced)
     assert fields["StageTrace"] == "On"
     assert int(fields["StageRequests"]) >= sent
     assert "Total Accesses" in fields, "mod_status' own lines are gone"

@@ -18,13 +18,12 @@ import socket
 import subprocess
 import threading
 import time
-import urllib.request
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
 import pytest
 
-from conftest import binary_or_skip, loadgen_binary
+from conftest import binary_or_skip, loadgen_binary, server_status
 from stagevar_bench import memcache_client as mc
 from stagevar_bench.servers import LOOPBACK, HttpdServer, MemcachedServer, wait_for_port
 
@@ -45,9 +44,7 @@ def memcached_stats(port: int) -> dict[str, int]:
 
 
 def httpd_accesses(server: HttpdServer) -> int:
-    with urllib.request.urlopen(server.url("/server-status?auto"), timeout=10) as r:
-        text = r.read().decode()
-    return int(re.search(r"^Total Accesses: (\d+)$", text, re.M).group(1))
+    return int(server_status(server)["Total Accesses"])
 
 
 @pytest.fixture
