@@ -159,11 +159,29 @@ LRU_HEAVY_SHARES = {"tiny": [0.5], "quick": [0.85], "full": [0.7, 0.85]}
 LRU_BUDGET = 50
 
 
+def hashpower_for(keys: int) -> int:
+    """The hash table size (log2 of its buckets) that `keys` items never
+    make memcached grow: it doubles the table once it holds more than 1.5
+    items a bucket, starting from 2^16.
+
+    The LRU runs start memcached with it, as an operator who knows the key
+    count does. Grown at run time, the table doubles at most once a second
+    (memcached checks at its clock tick), so 200k preloaded keys took two
+    doublings, the second inside the measured window; its ~60 ms of bucket
+    moves on the one server core set the light-load p99 (ms stalls in a
+    third of each run) rather than the LRU work being compared
+    (bench/results/2026-11-26-memcached-lru-yield.md, section 6)."""
+    power = 16
+    while keys > 3 * (1 << power) // 2:
+        power += 1
+    return power
+
+
 def lru_common(size: Size, name: str, evicting: bool = True) -> dict[str, Any]:
     keys = "50000" if name == "tiny" else "200000"
     memory = "16" if evicting else "256"
     return dict(server="memcached", server_cpus="1" if cpus() > 1 else None, client_cpus="0",
-                server_args=["-t", "1", "-m", memory],
+                server_args=["-t", "1", "-m", memory, "-o", f"hashpower={hashpower_for(int(keys))}"],
                 client_args=["-c", "4", "--get-ratio", "0.9", "--keys", keys, "--key-size", "20",
                              "--value-size", "50", "--preload"],
                 duration_s=size.duration_s, warmup_s=size.warmup_s, ideal_servers=1)
@@ -205,7 +223,8 @@ def lru(size: Size, name: str, saturation: float) -> UseCase:
     off, on, auto = lru_baseline(), lru_level(LRU_BUDGET), lru_level("auto")
     where = ("memcached fork with one worker (-t 1) and its background threads on one core (CPU 1), "
              "loadgen on CPU 0; 90% gets, 20-byte keys, 50-byte values, "
-             f"{common['client_args'][5]} keys preloaded; Poisson arrivals at ")
+             f"{common['client_args'][5]} keys preloaded into a hash table sized for them "
+             f"({' '.join(common['server_args'][-2:])}); Poisson arrivals at ")
     knobs = (f"Knobs: no maintainer thread; the worker does the maintenance between requests, "
              f"for at most {LRU_BUDGET} µs, or for a quarter of its idle gap (auto), stopping for a "
              "request while the cache has room.")
