@@ -177,12 +177,17 @@ def hashpower_for(keys: int) -> int:
     return power
 
 
+def lru_keys(name: str) -> int:
+    """Keys the LRU runs preload and ask for."""
+    return 50000 if name == "tiny" else 200000
+
+
 def lru_common(size: Size, name: str, evicting: bool = True) -> dict[str, Any]:
-    keys = "50000" if name == "tiny" else "200000"
+    keys = lru_keys(name)
     memory = "16" if evicting else "256"
     return dict(server="memcached", server_cpus="1" if cpus() > 1 else None, client_cpus="0",
-                server_args=["-t", "1", "-m", memory, "-o", f"hashpower={hashpower_for(int(keys))}"],
-                client_args=["-c", "4", "--get-ratio", "0.9", "--keys", keys, "--key-size", "20",
+                server_args=["-t", "1", "-m", memory, "-o", f"hashpower={hashpower_for(keys)}"],
+                client_args=["-c", "4", "--get-ratio", "0.9", "--keys", str(keys), "--key-size", "20",
                              "--value-size", "50", "--preload"],
                 duration_s=size.duration_s, warmup_s=size.warmup_s, ideal_servers=1)
 
@@ -223,8 +228,8 @@ def lru(size: Size, name: str, saturation: float) -> UseCase:
     off, on, auto = lru_baseline(), lru_level(LRU_BUDGET), lru_level("auto")
     where = ("memcached fork with one worker (-t 1) and its background threads on one core (CPU 1), "
              "loadgen on CPU 0; 90% gets, 20-byte keys, 50-byte values, "
-             f"{common['client_args'][5]} keys preloaded into a hash table sized for them "
-             f"({' '.join(common['server_args'][-2:])}); Poisson arrivals at ")
+             f"{lru_keys(name)} keys preloaded into a hash table sized for them "
+             f"(-o hashpower={hashpower_for(lru_keys(name))}); Poisson arrivals at ")
     knobs = (f"Knobs: no maintainer thread; the worker does the maintenance between requests, "
              f"for at most {LRU_BUDGET} µs, or for a quarter of its idle gap (auto), stopping for a "
              "request while the cache has room.")
