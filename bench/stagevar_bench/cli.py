@@ -22,6 +22,8 @@ import sys
 from pathlib import Path
 from typing import Any, Callable, NoReturn, Sequence, TypeVar
 
+from stagevar_bench.runs import MAX_RUNS, MIN_RUNS, runs_error
+
 PROG = "stagevar"
 Number = TypeVar("Number", int, float)
 
@@ -96,9 +98,14 @@ def number_in_range(text: str, parse: Callable[[str], Number], in_range: Callabl
 
 
 def runs_count(text: str) -> int:
-    from stagevar_bench.experiment import MAX_RUNS
-    return number_in_range(text, int, lambda n: 2 <= n <= MAX_RUNS, "bad run count {text!r}",
-                           f"runs per cell must be 2..{MAX_RUNS}, not {{value}}")
+    try:
+        runs = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"bad run count {text!r}") from None
+    why = runs_error(runs)
+    if why:
+        raise argparse.ArgumentTypeError(why)
+    return runs
 
 
 def conf_level(text: str) -> float:
@@ -164,7 +171,8 @@ def build_parser() -> Parser:
     c.add_argument("--loads", type=number_list, required=True, help="offered loads, comma-separated")
     c.add_argument("--arrivals", type=word_list, default=["exp"],
                    help="arrival processes, comma-separated: det, exp, pareto:cv2=C (default exp)")
-    c.add_argument("--runs", type=runs_count, default=5, help="runs per cell (default 5)")
+    c.add_argument("--runs", type=runs_count, default=5,
+                   help=f"runs per cell, {MIN_RUNS}..{MAX_RUNS} (default 5)")
     c.add_argument("--stage-trace", action="store_true", help="stage tracing on in fork levels")
     c.add_argument("--ideal-servers", type=int, default=1, help="servers of the queueing ideal (default 1)")
     c.add_argument("--ideal-shared", action="store_true",

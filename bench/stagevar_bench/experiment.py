@@ -20,6 +20,7 @@ from typing import Any, Callable, Iterator
 
 from stagevar_bench import machine
 from stagevar_bench.netns import NetnsPair
+from stagevar_bench.runs import runs_error
 from stagevar_bench.sched import ThreadSched, threads_sched
 from stagevar_bench.servers import (LOOPBACK, TRACE_EVERY_REQUEST, HttpdServer, MemcachedServer, ServerError,
                                     build_binary)
@@ -27,9 +28,6 @@ from stagevar_bench import memcache_client as mc
 from stagevar_bench.stages import Stages, read_httpd_stages, read_memcached_stages
 
 FORMAT = "stagevar-results/1"
-# Enough for the light-load LRU cells (60 a side resolve 20% at their
-# spread); the exact rank test's null distribution is still quick there.
-MAX_RUNS = 60
 HTTPD_PAGE_BYTES = 280
 STAGE_STATS_PATH = "/stage-stats"
 
@@ -81,8 +79,8 @@ class Design:
     def validate(self) -> None:
         if self.server not in ("memcached", "httpd"):
             raise ExperimentError(f"server must be memcached or httpd, not {self.server!r}")
-        if not 2 <= self.runs <= MAX_RUNS:
-            raise ExperimentError(f"runs per cell must be 2..{MAX_RUNS}, not {self.runs}")
+        if runs_error(self.runs):
+            raise ExperimentError(runs_error(self.runs))
         if not self.levels:
             raise ExperimentError("no knob levels")
         names = [l.name for l in self.levels]

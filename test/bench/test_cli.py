@@ -67,6 +67,12 @@ def test_number_options_take_their_range_inclusive_where_documented() -> None:
     assert isinstance(runs_count("5"), int)
 
 
+def test_compare_help_names_the_runs_bound() -> None:
+    out = stagevar("compare", "--help")
+    assert out.returncode == 0, out
+    assert "runs per cell, 2..60 (default 5)" in " ".join(out.stdout.split())
+
+
 def test_not_a_results_file(tmp_path: Path) -> None:
     bad = tmp_path / "r.json"
     bad.write_text('{"format": "something else"}')
