@@ -227,7 +227,7 @@ unsigned lg_conn_flush(lg_conn *c)
     c->out_off += (uint64_t)n;
     sent = mark_sent(c, now);
     if (sent)
-        lg_thread_batch(c->t, sent);
+        lg_thread_batch(c->t, sent, now);
     /* The socket buffer is full: resume when it drains. */
     if ((uint64_t)n < want)
         event_add(c->wev, NULL);

@@ -107,6 +107,7 @@ int lg_thread_init(lg_thread *t, unsigned id, const lg_options *o, lg_run *run)
     lg_rng_seed(&t->rng, o->seed, 0x10000 + id);
     lg_margin_init(&t->margin);
     lg_guard_init(&t->guard);
+    lg_send_est_init(&t->send_est);
     return 0;
 }
 
@@ -150,9 +151,10 @@ void lg_thread_sent(lg_thread *t, const lg_req *req)
         t->st.c.late++;
 }
 
-void lg_thread_batch(lg_thread *t, unsigned n)
+void lg_thread_batch(lg_thread *t, unsigned n, uint64_t start)
 {
     t->sent_back_ns = sv_clock_monotonic_ns();
+    lg_send_est_observe(&t->send_est, t->sent_back_ns - start);
     if (t->measuring)
         sv_record(t->st.rec, LG_BATCH, n);
 }
@@ -452,6 +454,15 @@ static int classify(lg_thread *t, uint64_t sched)
     return 1;
 }
 
+/* The next request falls past the measurement (or --requests are all
+ * scheduled): nothing more to generate. */
+static void stop_if_scheduled_out(lg_thread *t, uint64_t now)
+{
+    if (t->generating && (t->next_ns >= t->measure_end || t->next_ns == UINT64_MAX ||
+                          (t->o->requests && t->to_measure == 0 && t->next_ns >= t->measure_start)))
+        stop_generating(t, now);
+}
+
 /* Write what the last pass queued: one send() per connection, so
  * requests that fell due together on one connection (the thread was
  * behind) share a write instead of paying a syscall each. */
@@ -465,13 +476,38 @@ static void flush_queued(lg_thread *t, unsigned first, unsigned n)
         lg_conn_flush(&t->conns[(first + i) % t->nconns]);
 }
 
+/* --coalesce: should the next request join the ones held on conns[rr]
+ * and go in their send()? Yes when it is due within half a send() of the
+ * first of them: sent apart, it would wait for the rest of their send,
+ * more than half of it; held, they wait less than half for it. Either
+ * way a collision costs at most half a send instead of a whole one. Not
+ * where a request's connection matters: the batch clock spreads requests
+ * over connections, and a closed loop's or a sequential client's
+ * connection may not take another request now. */
+static int join_held(const lg_thread *t)
+{
+    const lg_options *o = t->o;
+
+    return o->coalesce && t->generating && o->batch_ns == 0 && !o->max_outstanding && !o->seq_clients &&
+           t->next_ns - t->held_since < lg_margin_ns(&t->send_est) / 2;
+}
+
+/* The requests on conns[rr] go at the end of this pass, and the next
+ * request to the next connection: connections take the thread's
+ * arrivals in turn. */
+static void release_held(lg_thread *t, unsigned *released)
+{
+    t->held = 0;
+    t->rr = t->rr + 1 == t->nconns ? 0 : t->rr + 1;
+    (*released)++;
+}
+
 static int generate(lg_thread *t, uint64_t now)
 {
-    unsigned first = t->rr, queued = 0;
+    unsigned first = t->rr, released = 0;
 
     while (t->generating && t->next_ns <= now) {
         int phase = classify(t, t->next_ns);
-        lg_conn *c = &t->conns[t->rr];
         lg_req r;
 
         if (phase < 0) {
@@ -480,7 +516,7 @@ static int generate(lg_thread *t, uint64_t now)
         }
         r.measured = (uint8_t)phase;
         make_request(t, &r, t->next_ns);
-        if (lg_conn_enqueue(c, &r) < 0) {
+        if (lg_conn_enqueue(&t->conns[t->rr], &r) < 0) {
             snprintf(t->err, LG_ERRLEN, "out of memory queueing requests");
             return -1;
         }
@@ -495,15 +531,19 @@ static int generate(lg_thread *t, uint64_t now)
         } else {
             t->st.c.warmup_requests++;
         }
-        /* Connections take the thread's arrivals in turn. */
-        t->rr = t->rr + 1 == t->nconns ? 0 : t->rr + 1;
-        queued++;
+        if (t->held++ == 0)
+            t->held_since = t->next_ns;
         t->next_ns = lg_schedule_next(&t->sched);
+        stop_if_scheduled_out(t, now);
+        if (!join_held(t))
+            release_held(t, &released);
+        else if (phase && t->next_ns > now)
+            t->st.c.held++;
     }
-    flush_queued(t, first, queued);
-    if (t->generating && (t->next_ns >= t->measure_end || t->next_ns == UINT64_MAX ||
-                          (t->o->requests && t->to_measure == 0 && t->next_ns >= t->measure_start)))
-        stop_generating(t, now);
+    stop_if_scheduled_out(t, now);
+    if (t->held && !t->generating)
+        release_held(t, &released);
+    flush_queued(t, first, released);
     return 0;
 }
 

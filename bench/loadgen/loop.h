@@ -48,6 +48,9 @@ typedef struct lg_thread {
     lg_ready ready;             /* connections found readable, not yet read */
     lg_margin margin;           /* --spin-us auto: when to stop sleeping */
     lg_margin guard;            /* when to stop reading (margin.h) */
+    lg_margin send_est;         /* how long a send() takes (margin.h) */
+    unsigned held;              /* requests queued on conns[rr], not yet written */
+    uint64_t held_since;        /* the first one's schedule time */
     uint64_t measure_start, measure_end, deadline;
     uint64_t to_measure;        /* --requests: measured requests left */
     int generating, measuring, ending, connecting;
@@ -70,8 +73,9 @@ void *lg_thread_main(void *arg);
 
 /* Connection callbacks. */
 void lg_thread_sent(lg_thread *t, const lg_req *req);
-/* One send() carried `n` requests and has just returned. */
-void lg_thread_batch(lg_thread *t, unsigned n);
+/* One send() that began at `start` carried `n` requests and has just
+ * returned. */
+void lg_thread_batch(lg_thread *t, unsigned n, uint64_t start);
 /* A reply to `req` came in the read `rx` describes. */
 void lg_thread_reply(lg_thread *t, lg_conn *c, const lg_req *req, const lg_rx_time *rx,
                      lg_reply_rc rc, const lg_reply *reply);

@@ -16,6 +16,9 @@
  * change of machine within a few thousand requests. */
 #define GUARD_STEP_NS 10ULL
 #define GUARD_UP_STEPS 99ULL        /* Q = 0.99 */
+/* The send: the median in 10 ns units, one send per request or fewer. */
+#define SEND_STEP_NS 10ULL
+#define SEND_UP_STEPS 1ULL          /* Q = 0.5 */
 
 static uint64_t track(uint64_t est, uint64_t sample, uint64_t step, uint64_t up_steps,
                       uint64_t min, uint64_t max)
@@ -44,4 +47,14 @@ void lg_guard_observe(lg_margin *g, uint64_t took_ns)
 {
     g->est_ns = track(g->est_ns, took_ns, GUARD_STEP_NS, GUARD_UP_STEPS, LG_GUARD_MIN_NS,
                       LG_GUARD_MAX_NS);
+}
+
+void lg_send_est_init(lg_margin *s)
+{
+    s->est_ns = LG_SEND_START_NS;
+}
+
+void lg_send_est_observe(lg_margin *s, uint64_t took_ns)
+{
+    s->est_ns = track(s->est_ns, took_ns, SEND_STEP_NS, SEND_UP_STEPS, LG_SEND_MIN_NS, LG_SEND_MAX_NS);
 }

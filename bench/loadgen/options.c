@@ -21,7 +21,7 @@ enum {
     O_VERSION = 'V', O_WARMUP = 'w', O_PROTOCOL = 'P',
     O_TRACE = 256, O_SHAPE, O_CPUS, O_SEQ, O_RPC, O_MAXOUT, O_BATCH, O_NAGLE, O_KEYS,
     O_KEYSIZE, O_VALSIZE, O_GETRATIO, O_POP, O_MULTIGET, O_PRELOAD, O_PATH, O_PATHSFILE,
-    O_TIMEOUT, O_LATE, O_SPIN, O_TSTAMP, O_SEED, O_JSON, O_NONLOOP, O_TTL,
+    O_TIMEOUT, O_LATE, O_SPIN, O_TSTAMP, O_SEED, O_JSON, O_NONLOOP, O_TTL, O_COALESCE,
 };
 
 static const struct option long_opts[] = {
@@ -44,6 +44,7 @@ static const struct option long_opts[] = {
     { "requests-per-conn", required_argument, NULL, O_RPC },
     { "max-outstanding", required_argument, NULL, O_MAXOUT },
     { "batch-interval-us", required_argument, NULL, O_BATCH },
+    { "coalesce", required_argument, NULL, O_COALESCE },
     { "nagle", no_argument, NULL, O_NAGLE },
     { "keys", required_argument, NULL, O_KEYS },
     { "key-size", required_argument, NULL, O_KEYSIZE },
@@ -107,6 +108,11 @@ void lg_options_usage(FILE *out)
 "      --max-outstanding N    at most N unanswered requests per connection\n"
 "                             (closed loop: later requests wait their turn)\n"
 "      --batch-interval-us N  queue requests, flush every connection every N us\n"
+"      --coalesce on|off      on: when the next request is due within half a\n"
+"                             send() of this one, hold this one and send both\n"
+"                             in one write, so neither waits a whole send (the\n"
+"                             server sees such pairs together); off (default):\n"
+"                             each request goes alone at its time\n"
 "      --nagle                leave Nagle's algorithm on (default TCP_NODELAY)\n"
 "Workload:\n"
 "      --keys N               key count (default 10000)\n"
@@ -342,6 +348,16 @@ static int parse_load_opt(lg_options *o, int c, const char *v, seen_opts *s, cha
     return 1;
 }
 
+static int parse_on_off(const char *name, const char *v, int *out, char *err)
+{
+    if (strcmp(v, "on") == 0 || strcmp(v, "off") == 0) {
+        *out = v[1] == 'n';
+        return 0;
+    }
+    snprintf(err, LG_ERRLEN, "--%s: '%s' is not on or off", name, v);
+    return -1;
+}
+
 static int parse_conn_opt(lg_options *o, int c, const char *v, seen_opts *s, char *err)
 {
     switch (c) {
@@ -359,6 +375,7 @@ static int parse_conn_opt(lg_options *o, int c, const char *v, seen_opts *s, cha
         o->batch_ns = (double)us * 1e3;
         return 0;
     }
+    case O_COALESCE: return parse_on_off("coalesce", v, &o->coalesce, err);
     case O_NAGLE: o->nagle = 1; return 0;
     }
     return 1;

@@ -45,6 +45,7 @@ typedef struct {
     unsigned reqs_per_conn;
     unsigned max_outstanding;   /* per connection; 0: open loop */
     double batch_ns;            /* user-space batching interval, 0: off */
+    int coalesce;               /* --coalesce on: hold a request for a close next one */
     int nagle;
     /* workload */
     lg_workload wl;

@@ -181,8 +181,9 @@ void lg_report_text(FILE *out, const lg_result *r)
     text_latency(out, "from sched to read", stage(r, LG_LAT_READ));
     text_reply_timing(out, r);
     text_schedule(out, r);
-    fprintf(out, "  requests per write     mean %.2f  p99 %llu  max %llu\n", batch->moments.mean,
-            (unsigned long long)quantile(batch, 0.99), (unsigned long long)batch->moments.max);
+    fprintf(out, "  requests per write     mean %.2f  p99 %llu  max %llu  held for a later one %llu\n",
+            batch->moments.mean, (unsigned long long)quantile(batch, 0.99),
+            (unsigned long long)batch->moments.max, (unsigned long long)r->total.c.held);
     if (r->o->seq_clients)
         fprintf(out, "  connections opened     %llu (%.1f/s), connect p50 %.1f us\n",
                 (unsigned long long)r->total.c.conns_opened,
@@ -291,7 +292,8 @@ static void json_meta(FILE *f, const lg_result *r)
             o->timeout_ns / 1e9, o->late_ns / 1e3, (unsigned long long)o->wl.keys,
             o->wl.get_ratio, o->wl.multiget, o->wl.ttl.secs, o->wl.ttl.secs ? o->wl.ttl.fraction : 0,
             (unsigned long long)r->preload_sets);
-    fprintf(f, "\"timestamps\":\"%s\",", lg_ts_mode_names[o->timestamps]);
+    fprintf(f, "\"timestamps\":\"%s\",\"coalesce\":%s,", lg_ts_mode_names[o->timestamps],
+            o->coalesce ? "true" : "false");
     if (o->spin_auto)
         fputs("\"spin_us\":\"auto\",", f);
     else
@@ -312,7 +314,7 @@ static void json_counts(FILE *f, const lg_result *r)
             "\"unexpected\":%llu,\"lost\":%llu,\"timeouts\":%llu,\"late\":%llu,\"gets\":%llu,\"get_keys\":%llu,"
             "\"hits\":%llu,\"sets\":%llu,\"connections_opened\":%llu,\"connect_errors\":%llu,"
             "\"warmup_requests\":%llu,\"retried\":%llu,\"kernel_timed\":%llu,\"loop_timed\":%llu,"
-            "\"sends_kernel_timed\":%llu}",
+            "\"sends_kernel_timed\":%llu,\"held\":%llu}",
             (unsigned long long)c->scheduled, (unsigned long long)c->sent, (unsigned long long)c->completed,
             (unsigned long long)c->in_window, (unsigned long long)c->ok, (unsigned long long)c->errors, (unsigned long long)c->unexpected,
             (unsigned long long)c->lost, (unsigned long long)c->timeouts, (unsigned long long)c->late,
@@ -320,7 +322,8 @@ static void json_counts(FILE *f, const lg_result *r)
             (unsigned long long)c->sets, (unsigned long long)c->conns_opened,
             (unsigned long long)c->connect_errors, (unsigned long long)c->warmup_requests,
             (unsigned long long)c->retried, (unsigned long long)c->kernel_timed,
-            (unsigned long long)c->loop_timed, (unsigned long long)c->sends_kernel_timed);
+            (unsigned long long)c->loop_timed, (unsigned long long)c->sends_kernel_timed,
+            (unsigned long long)c->held);
 }
 
 static void json_clients(FILE *f, const lg_result *r)
@@ -402,10 +405,12 @@ static void json_cpu(FILE *f, const lg_result *r)
             "\"busy_fraction\":%.4f,\"process_user_s\":%.6f,\"process_sys_s\":%.6f,\"threads\":[",
             r->total.cpu_user_s, r->total.cpu_sys_s, w > 0 ? cpu / w : 0, lg_result_busy(r), pu, ps);
     for (t = 0; t < r->nthreads; t++)
-        fprintf(f, "%s{\"user_s\":%.6f,\"sys_s\":%.6f,\"spin_margin_us\":%.3f,\"read_guard_us\":%.3f}",
+        fprintf(f, "%s{\"user_s\":%.6f,\"sys_s\":%.6f,\"spin_margin_us\":%.3f,\"read_guard_us\":%.3f,"
+                "\"send_p50_us\":%.3f}",
                 t ? "," : "", r->threads[t].st.cpu_user_s, r->threads[t].st.cpu_sys_s,
                 (r->o->spin_auto ? (double)lg_margin_ns(&r->threads[t].margin) : r->o->spin_ns) / 1e3,
-                (double)lg_margin_ns(&r->threads[t].guard) / 1e3);
+                (double)lg_margin_ns(&r->threads[t].guard) / 1e3,
+                (double)lg_margin_ns(&r->threads[t].send_est) / 1e3);
     fputs("]}", f);
 }
 

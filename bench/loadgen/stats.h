@@ -38,6 +38,7 @@ typedef struct {
     uint64_t lost;          /* sent, then the connection dropped */
     uint64_t timeouts;      /* unanswered when the run's timeout ran out */
     uint64_t late;          /* sent more than --late-us after schedule */
+    uint64_t held;          /* held to share a later request's send (--coalesce) */
     uint64_t gets, sets, get_keys, hits;
     uint64_t conns_opened, connect_errors;
     uint64_t warmup_requests;

@@ -309,6 +309,7 @@ LOADGEN_ROWS = [
     ("out-of-range", ["--popularity", "gpareto:scale=0,shape=1"], "scale 0 must be > 0"),
     ("out-of-range", ["--multiget", "65"], "'65' is out of range"),
     ("out-of-range", ["--spin-us", "1000001"], "'1000001' is out of range"),
+    ("out-of-range", ["--coalesce", "maybe"], "--coalesce: 'maybe' is not on or off"),
     ("out-of-range", ["--timestamps", "hardware"], "'hardware' is not kernel, kernel-tx or loop"),
     ("out-of-range", ["--seed", "18446744073709551616"], "'18446744073709551616'"),
     ("out-of-range", ["--ttl", "-1"], "'-1'"),

@@ -1,5 +1,6 @@
 /* --spin-us auto: the margin follows the timer's high lateness quantile,
- * within its bounds; the read guard follows a read's p99 duration. */
+ * within its bounds; the read guard follows a read's p99 duration, and
+ * the send estimate (--coalesce) a send's median. */
 #include <criterion/criterion.h>
 
 #include "margin.h"
@@ -79,15 +80,50 @@ Test(guard, fast_reads_shrink_it_to_the_minimum)
     cr_assert_eq(lg_margin_ns(&g), LG_GUARD_MIN_NS);
 }
 
+/* A sample far from the estimate moves it by one step at most, so one
+ * preempted read or send changes little; a run of them pins it at its
+ * bound. */
+static void one_step_then_pinned(lg_margin *m, void (*observe)(lg_margin *, uint64_t), uint64_t far,
+                                 uint64_t step, uint64_t bound)
+{
+    uint64_t before = lg_margin_ns(m), after;
+    int i;
+
+    observe(m, far);
+    after = lg_margin_ns(m);
+    cr_assert_leq(after > before ? after - before : before - after, step, "%llu -> %llu",
+                  (unsigned long long)before, (unsigned long long)after);
+    for (i = 0; i < 100000; i++)
+        observe(m, far);
+    cr_assert_eq(lg_margin_ns(m), bound);
+}
+
 Test(guard, a_preempted_read_moves_it_one_step_and_never_past_the_cap)
 {
     lg_margin g;
-    int i;
 
     lg_guard_init(&g);
-    lg_guard_observe(&g, 5000000);
-    cr_assert_lt(lg_margin_ns(&g), LG_GUARD_START_NS + 2000);
-    for (i = 0; i < 1000; i++)
-        lg_guard_observe(&g, 5000000);
-    cr_assert_eq(lg_margin_ns(&g), LG_GUARD_MAX_NS);
+    one_step_then_pinned(&g, lg_guard_observe, 5000000, 2000, LG_GUARD_MAX_NS);
+}
+
+Test(send_est, settles_near_the_median_send)
+{
+    lg_margin s;
+    int i;
+
+    lg_send_est_init(&s);
+    /* Two sends in five take 30 us, the rest 6 us: the median is 6 us. */
+    for (i = 0; i < 20000; i++)
+        lg_send_est_observe(&s, i % 5 < 2 ? 30000 : 6000);
+    cr_assert_geq(lg_margin_ns(&s), 5500, "%llu", (unsigned long long)lg_margin_ns(&s));
+    cr_assert_leq(lg_margin_ns(&s), 6500, "%llu", (unsigned long long)lg_margin_ns(&s));
+}
+
+Test(send_est, a_preempted_send_moves_it_one_step_within_its_bounds)
+{
+    lg_margin s;
+
+    lg_send_est_init(&s);
+    one_step_then_pinned(&s, lg_send_est_observe, 5000000, 10, LG_SEND_MAX_NS);
+    one_step_then_pinned(&s, lg_send_est_observe, 100, 10, LG_SEND_MIN_NS);
 }

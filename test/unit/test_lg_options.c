@@ -88,6 +88,7 @@ Test(options, defaults)
     cr_assert_eq(o.max_outstanding, 0, "open loop unless asked");
     cr_assert_eq(o.nagle, 0, "TCP_NODELAY by default");
     cr_assert_eq(o.spin_auto, 1, "the wait margin adapts by default");
+    cr_assert_eq(o.coalesce, 0, "each request its own send by default");
     cr_assert_eq(o.timestamps, LG_TS_KERNEL, "replies timed by the kernel by default");
     lg_options_free(&o);
 }
@@ -105,6 +106,12 @@ Test(options, wait_and_timestamps)
     cr_assert_eq(parse(&o, err, "--spin-us 30 --spin-us auto --timestamps loop"), LG_OPT_RUN, "%s", err);
     cr_assert_eq(o.spin_auto, 1);
     cr_assert_eq(o.timestamps, LG_TS_LOOP);
+    lg_options_free(&o);
+    cr_assert_eq(parse(&o, err, "--coalesce on"), LG_OPT_RUN, "%s", err);
+    cr_assert_eq(o.coalesce, 1);
+    lg_options_free(&o);
+    cr_assert_eq(parse(&o, err, "--coalesce on --coalesce off"), LG_OPT_RUN, "%s", err);
+    cr_assert_eq(o.coalesce, 0);
     lg_options_free(&o);
 }
 
