@@ -22,7 +22,7 @@ import sys
 from pathlib import Path
 from typing import Any, Callable, NoReturn, Sequence, TypeVar
 
-from stagevar_bench.runs import MAX_RUNS, MIN_RUNS, runs_error
+from stagevar_bench.runs import MAX_RUNS, MIN_RUNS, OUT_OF_RANGE, runs_ok
 
 PROG = "stagevar"
 Number = TypeVar("Number", int, float)
@@ -98,14 +98,7 @@ def number_in_range(text: str, parse: Callable[[str], Number], in_range: Callabl
 
 
 def runs_count(text: str) -> int:
-    try:
-        runs = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"bad run count {text!r}") from None
-    why = runs_error(runs)
-    if why:
-        raise argparse.ArgumentTypeError(why)
-    return runs
+    return number_in_range(text, int, runs_ok, "bad run count {text!r}", OUT_OF_RANGE)
 
 
 def conf_level(text: str) -> float:

@@ -20,7 +20,7 @@ from typing import Any, Callable, Iterator
 
 from stagevar_bench import machine
 from stagevar_bench.netns import NetnsPair
-from stagevar_bench.runs import runs_error
+from stagevar_bench.runs import OUT_OF_RANGE, runs_ok
 from stagevar_bench.sched import ThreadSched, threads_sched
 from stagevar_bench.servers import (LOOPBACK, TRACE_EVERY_REQUEST, HttpdServer, MemcachedServer, ServerError,
                                     build_binary)
@@ -79,8 +79,8 @@ class Design:
     def validate(self) -> None:
         if self.server not in ("memcached", "httpd"):
             raise ExperimentError(f"server must be memcached or httpd, not {self.server!r}")
-        if runs_error(self.runs):
-            raise ExperimentError(runs_error(self.runs))
+        if not runs_ok(self.runs):
+            raise ExperimentError(OUT_OF_RANGE.format(value=self.runs))
         if not self.levels:
             raise ExperimentError("no knob levels")
         names = [l.name for l in self.levels]

@@ -10,10 +10,9 @@ MIN_RUNS = 2
 # Enough for the light-load LRU cells (60 a side resolve 20% at their
 # spread); the exact rank test's null distribution is still quick there.
 MAX_RUNS = 60
+# The complaint about a count outside them, with {value} to fill in.
+OUT_OF_RANGE = f"runs per cell must be {MIN_RUNS}..{MAX_RUNS}, not {{value}}"
 
 
-def runs_error(runs: int) -> str | None:
-    """Why `runs` per cell will not do, or None."""
-    if MIN_RUNS <= runs <= MAX_RUNS:
-        return None
-    return f"runs per cell must be {MIN_RUNS}..{MAX_RUNS}, not {runs}"
+def runs_ok(runs: int) -> bool:
+    return MIN_RUNS <= runs <= MAX_RUNS
