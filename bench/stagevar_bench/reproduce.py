@@ -226,10 +226,11 @@ def lru(size: Size, name: str, saturation: float) -> UseCase:
     light, heavy = shares_of(saturation, LRU_LIGHT_SHARES[name]), shares_of(saturation, LRU_HEAVY_SHARES[name])
     common, common_light = lru_common(size, name), lru_common(size, name, evicting=False)
     off, on, auto = lru_baseline(), lru_level(LRU_BUDGET), lru_level("auto")
+    keys = lru_keys(name)
     where = ("memcached fork with one worker (-t 1) and its background threads on one core (CPU 1), "
              "loadgen on CPU 0; 90% gets, 20-byte keys, 50-byte values, "
-             f"{lru_keys(name)} keys preloaded into a hash table sized for them "
-             f"(-o hashpower={hashpower_for(lru_keys(name))}); Poisson arrivals at ")
+             f"{keys} keys preloaded into a hash table sized for them "
+             f"(-o hashpower={hashpower_for(keys)}); Poisson arrivals at ")
     knobs = (f"Knobs: no maintainer thread; the worker does the maintenance between requests, "
              f"for at most {LRU_BUDGET} µs, or for a quarter of its idle gap (auto), stopping for a "
              "request while the cache has room.")
