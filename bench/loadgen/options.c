@@ -351,7 +351,7 @@ static int parse_load_opt(lg_options *o, int c, const char *v, seen_opts *s, cha
 static int parse_on_off(const char *name, const char *v, int *out, char *err)
 {
     if (strcmp(v, "on") == 0 || strcmp(v, "off") == 0) {
-        *out = v[1] == 'n';
+        *out = strcmp(v, "on") == 0;
         return 0;
     }
     snprintf(err, LG_ERRLEN, "--%s: '%s' is not on or off", name, v);
