@@ -48,6 +48,40 @@ def governors() -> dict[str, str]:
     return out
 
 
+CPUIDLE = Path("/sys/devices/system/cpu/cpuidle")
+HALT_POLL_NS = Path("/sys/module/haltpoll/parameters/guest_halt_poll_ns")
+
+
+def read_or_none(path: Path) -> str | None:
+    try:
+        return path.read_text().strip()
+    except OSError:
+        return None
+
+
+def cpu_idle() -> dict[str, Any]:
+    """How idle CPUs wait for work: the cpuidle driver and governor and,
+    in a guest with the haltpoll driver, how long a vCPU polls before it
+    halts. A halted vCPU is woken by an IPI, which the waker pays: on the
+    project's VM that is about half of a send() to an idle memcached and
+    of memcached's p50 (bench/results/2026-11-27-loadgen-server-idle.md),
+    so results taken with different settings do not compare."""
+    poll = read_or_none(HALT_POLL_NS)
+    return {"driver": read_or_none(CPUIDLE / "current_driver"),
+            "governor": read_or_none(CPUIDLE / "current_governor"),
+            "guest_halt_poll_ns": int(poll) if poll is not None and poll.isdigit() else None}
+
+
+def cpu_idle_text(idle: dict[str, Any]) -> str:
+    """cpu_idle() in a line: 'haltpoll (governor haltpoll), halt-polling 0 ns'."""
+    if not idle.get("driver"):
+        return "no cpuidle driver"
+    text = f"{idle['driver']} (governor {idle.get('governor') or '?'})"
+    if idle.get("guest_halt_poll_ns") is not None:
+        text += f", halt-polling {idle['guest_halt_poll_ns']} ns"
+    return text
+
+
 def first_line(cmd: list[str]) -> str:
     try:
         out = subprocess.run(cmd, capture_output=True, text=True, timeout=10)
@@ -106,6 +140,7 @@ def metadata() -> dict[str, Any]:
         "cpu_model": cpu_model(),
         "cpus": os.cpu_count(),
         "governor": governors() or "not readable",
+        "cpu_idle": cpu_idle(),
         "versions": versions(),
         "patches": patches(),
         "git_commit": git_commit(),

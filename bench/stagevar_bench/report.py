@@ -13,6 +13,7 @@ from typing import Any, Union
 
 from stagevar_bench import plots
 from stagevar_bench.analyze import analyze, fmt_ci, knob_helps_from
+from stagevar_bench.machine import cpu_idle_text
 from stagevar_bench.profile import text as profile_text
 
 
@@ -298,6 +299,7 @@ def machine_blocks(results: dict[str, Any]) -> list[Block]:
         ["kernel", m.get("kernel", "-")],
         ["CPU", f"{m.get('cpu_model', '-')} x {m.get('cpus', '-')}"],
         ["governor", json.dumps(m.get("governor", "-"))],
+        ["CPU idle", cpu_idle_text(m["cpu_idle"]) if "cpu_idle" in m else "-"],
         ["load average at start / end", f"{m.get('loadavg', '-')} / {m.get('loadavg_end', '-')}"],
         ["git commit", m.get("git_commit", "-")],
     ] + [[k, str(val)] for k, val in sorted(v.items())]

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from stagevar_bench import machine
 from stagevar_bench.experiment import load_results
 from stagevar_bench.servers import build_binary
 
@@ -86,6 +87,7 @@ def test_tiny_reproduction_writes_report_and_plots(tmp_path: Path) -> None:
     assert (tmp_path / "results.json.gz").stat().st_size > 1000
     assert "Knob on / off at each threads_per_child" in md and "requests lost at" in md
     results = load_results(tmp_path / "results.json.gz")
+    assert f"| CPU idle | {machine.cpu_idle_text(results['meta']['cpu_idle'])} |" in md
     check_pinning_clients(results)
     check_lru_loads(results, md)
     # The report comes again from the results alone.

@@ -62,3 +62,20 @@ def test_loadavg_text_is_the_three_load_averages() -> None:
     assert len(fields) == 3
     assert all(abs(float(f) - g) < 0.5 for f, g in zip(fields, os.getloadavg()))
     assert len(machine.loadavg()) == 3
+
+
+def test_cpu_idle_is_what_sysfs_says() -> None:
+    idle = machine.cpu_idle()
+    driver = Path("/sys/devices/system/cpu/cpuidle/current_driver")
+    assert idle["driver"] == (driver.read_text().strip() if driver.exists() else None)
+    poll = Path("/sys/module/haltpoll/parameters/guest_halt_poll_ns")
+    assert idle["guest_halt_poll_ns"] == (int(poll.read_text()) if poll.exists() else None)
+
+
+def test_cpu_idle_text_names_the_driver_and_any_halt_polling() -> None:
+    assert machine.cpu_idle_text({"driver": None, "governor": None, "guest_halt_poll_ns": None}) \
+        == "no cpuidle driver"
+    assert machine.cpu_idle_text({"driver": "acpi_idle", "governor": "menu", "guest_halt_poll_ns": None}) \
+        == "acpi_idle (governor menu)"
+    assert machine.cpu_idle_text({"driver": "haltpoll", "governor": "haltpoll", "guest_halt_poll_ns": 0}) \
+        == "haltpoll (governor haltpoll), halt-polling 0 ns"
