@@ -51,7 +51,7 @@ import time
 from pathlib import Path
 from typing import Any, Callable
 
-from stagevar_bench.machine import cpu_idle, cpu_idle_text, loadavg_text, loadgen_path, proc_user_sys_s
+from stagevar_bench.machine import load_and_idle_text, loadavg_text, loadgen_path, proc_user_sys_s
 from stagevar_bench.servers import (REPO, MemcachedServer, build_binary, free_port,
                                     stop_process, wait_for_port)
 
@@ -281,7 +281,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.repeats < 1 or args.duration <= 0 or args.warmup < 0 or args.start <= 0:
         print("bench-loadgen: --repeats, --duration and --start must be positive", file=sys.stderr)
         return 2
-    print(f"load average before: {loadavg_text()}; CPU idle: {cpu_idle_text(cpu_idle())}")
+    print(f"load average before: {load_and_idle_text()}")
     floor = machine_floor(args.loadgen_cpu)
     print(f"machine floor on CPU {args.loadgen_cpu}: a perfect sender's schedule error would be "
           f"p50 {floor[0] / 1e3:.2f} us, p99 {floor[1] / 1e3:.2f} us (preemption, hypervisor)", flush=True)

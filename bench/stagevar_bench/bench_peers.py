@@ -45,7 +45,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterator, Sequence
 
-from stagevar_bench.machine import cpu_idle, cpu_idle_text, loadavg_text, loadgen_path
+from stagevar_bench.machine import load_and_idle_text, loadavg_text, loadgen_path
 from stagevar_bench.servers import HttpdServer, MemcachedServer, build_binary, stop_process
 
 PERCENTILES = (50.0, 90.0, 99.0, 99.9)
@@ -627,7 +627,7 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     # Killed, still stop the servers (the with blocks): never leave one behind.
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
-    print(f"load average before: {loadavg_text()}; CPU idle: {cpu_idle_text(cpu_idle())}")
+    print(f"load average before: {load_and_idle_text()}")
     print(f"loadgen {tools.loadgen}; mutilate {tools.mutilate or 'absent'}; wrk2 {tools.wrk2 or 'absent'}; "
           f"servers on CPU {args.server_cpu}, tools on CPU {args.client_cpu}; {args.duration} s measured "
           f"after {args.warmup} s warm-up (wrk2: after its {WRK2_CALIBRATION_S:.0f} s calibration)", flush=True)

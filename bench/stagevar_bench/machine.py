@@ -37,26 +37,24 @@ def cpu_model() -> str:
     return platform.processor() or "unknown"
 
 
-def governors() -> dict[str, str]:
-    out: dict[str, str] = {}
-    for cpu in sorted(Path("/sys/devices/system/cpu").glob("cpu[0-9]*")):
-        gov = cpu / "cpufreq" / "scaling_governor"
-        try:
-            out[cpu.name] = gov.read_text().strip()
-        except OSError:
-            continue
-    return out
-
-
-CPUIDLE = Path("/sys/devices/system/cpu/cpuidle")
-HALT_POLL_NS = Path("/sys/module/haltpoll/parameters/guest_halt_poll_ns")
-
-
 def read_or_none(path: Path) -> str | None:
     try:
         return path.read_text().strip()
     except OSError:
         return None
+
+
+def governors() -> dict[str, str]:
+    out: dict[str, str] = {}
+    for cpu in sorted(Path("/sys/devices/system/cpu").glob("cpu[0-9]*")):
+        gov = read_or_none(cpu / "cpufreq" / "scaling_governor")
+        if gov is not None:
+            out[cpu.name] = gov
+    return out
+
+
+CPUIDLE = Path("/sys/devices/system/cpu/cpuidle")
+HALT_POLL_NS = Path("/sys/module/haltpoll/parameters/guest_halt_poll_ns")
 
 
 def cpu_idle() -> dict[str, Any]:
@@ -80,6 +78,11 @@ def cpu_idle_text(idle: dict[str, Any]) -> str:
     if idle.get("guest_halt_poll_ns") is not None:
         text += f", halt-polling {idle['guest_halt_poll_ns']} ns"
     return text
+
+
+def load_and_idle_text() -> str:
+    """The load average and how idle CPUs wait, for a benchmark's first line."""
+    return f"{loadavg_text()}; CPU idle: {cpu_idle_text(cpu_idle())}"
 
 
 def first_line(cmd: list[str]) -> str:

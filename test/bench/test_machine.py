@@ -79,3 +79,9 @@ def test_cpu_idle_text_names_the_driver_and_any_halt_polling() -> None:
         == "acpi_idle (governor menu)"
     assert machine.cpu_idle_text({"driver": "haltpoll", "governor": "haltpoll", "guest_halt_poll_ns": 0}) \
         == "haltpoll (governor haltpoll), halt-polling 0 ns"
+
+
+def test_load_and_idle_text_is_both_figures() -> None:
+    text = machine.load_and_idle_text()
+    assert text.endswith(f"; CPU idle: {machine.cpu_idle_text(machine.cpu_idle())}")
+    assert len(text.split(";")[0].split()) == 3
