@@ -1,7 +1,7 @@
 # MemcachedExtraArgs: run memcached's own t/ suite with extra server
 # options, without patching its harness. Loaded before any test file
-# (PERL5OPT=-MMemcachedExtraArgs, with this directory on PERL5LIB, from
-# the memcached tree's top directory), it wraps
+# (memcached-t runs each as `perl -I<this directory> -MMemcachedExtraArgs
+# t/FILE.t` from the memcached tree's top directory), it wraps
 # MemcachedTest::new_memcached so every server a test starts gets
 # $ENV{T_MEMD_EXTRA_ARGS} after its own arguments. A test's
 # `use MemcachedTest` then imports the wrapper.
