@@ -85,7 +85,7 @@ def test_memcached_t_fails_a_stalled_file_with_the_servers_stacks(tmp_path: Path
         "sleep 300;\n"
         "ok(1, 'not reached');\n")
     env = dict(os.environ, MEMCACHED_TREE=str(tree), MEMCACHED_T_OWN="",
-               MEMCACHED_T_FILES="t/stall.t", MEMCACHED_T_PASSES=" ", MEMCACHED_T_LIMIT="3")
+               MEMCACHED_T_FILES="t/stall.t", MEMCACHED_T_PASSES="", MEMCACHED_T_LIMIT="3")
     proc = subprocess.run([str(UPSTREAM / "memcached-t")], capture_output=True, text=True,
                           timeout=240, env=env)
     lines = proc.stdout.splitlines()
