@@ -46,6 +46,7 @@ def run_summary(run: dict[str, Any], conf: float) -> dict[str, Any]:
         "schedule_error_p50_ns": (lg.get("schedule_error") or {}).get("p50"),
         "loadavg": [(run.get("loadavg_before") or [None])[0], (run.get("loadavg_after") or [None])[0]],
         "worker_sched": run.get("worker_sched"),
+        "outside_cores": run.get("outside_cores"),
         "lru_amortized": run.get("lru_amortized"),
         "capacity": capacity(run),
     }
@@ -60,9 +61,12 @@ def capacity(run: dict[str, Any]) -> float | None:
 
 
 def metric_values(runs: list[dict[str, Any]], metric: str) -> list[float]:
-    """Each run's mean or percentile, ns."""
+    """Each run's mean or percentile, or the server's CPU per request
+    ("cpu"), ns."""
     if metric == "mean":
         return [s["mean_ns"] for s in runs]
+    if metric == "cpu":
+        return [s["cpu_per_request_ns"] or 0.0 for s in runs]
     return [s["percentiles"][metric]["value"] for s in runs]
 
 
@@ -90,6 +94,12 @@ def sched_summary(runs: list[dict[str, Any]]) -> dict[str, float] | None:
             "wait_ns": float(np.median([w["wait_ns"] for w in seen])),
             "involuntary": float(np.median([w["involuntary"] for w in seen])),
             "voluntary": float(np.median([w["voluntary"] for w in seen]))}
+
+
+def median_of(runs: list[dict[str, Any]], key: str) -> float | None:
+    """The median of a per-run figure over the runs that have it."""
+    seen = [s[key] for s in runs if s.get(key) is not None]
+    return float(np.median(seen)) if seen else None
 
 
 def cell_key(cell: dict[str, Any]) -> tuple[str, float, str]:
@@ -127,6 +137,7 @@ def analyze_experiment(exp: dict[str, Any], conf: float = 0.95, reps: int = 5000
         cell["cpu_per_request_ns"] = float(np.median(cpr)) if cpr else None
         cell["loadavg_max"] = max((x for s in runs for x in s["loadavg"] if x is not None), default=None)
         cell["worker_sched"] = sched_summary(runs)
+        cell["outside_cores"] = median_of(runs, "outside_cores")
         caps = [s["capacity"] for s in runs if s.get("capacity")]
         cell["capacity"] = float(np.median(caps)) if caps else None
         if with_ideal and cpr:
@@ -150,6 +161,7 @@ def analyze_experiment(exp: dict[str, Any], conf: float = 0.95, reps: int = 5000
         entry["mean"] = bootstrap_ratio_ci([s["mean_ns"] for s in runs], [s["mean_ns"] for s in base],
                                            conf=conf, reps=reps).as_dict()
         entry["ranks"] = {m: rank_entry(runs, base, m, conf) for m in RANKED}
+        entry["ranks"]["cpu"] = rank_entry(runs, base, "cpu", conf)
         entry["worker_sched"] = [sched_summary(base), sched_summary(runs)]
         caps = [[s["capacity"] for s in group if s.get("capacity")] for group in (runs, base)]
         if all(caps):
@@ -268,6 +280,11 @@ def fmt_ci(e: dict[str, float], scale: float = 1e3, digits: int = 1) -> str:
     return f"{f.format(e['value'] / scale)} [{f.format(e['low'] / scale)}, {f.format(e['high'] / scale)}]"
 
 
+def fmt_rank(e: dict[str, float]) -> str:
+    """An exact rank comparison as 'x1.05 [0.98, 1.12]'."""
+    return f"x{e['ratio']:.3f} [{e['low']:.3f}, {e['high']:.3f}]"
+
+
 def text_tables(analysis: dict[str, Any]) -> str:
     lines: list[str] = []
     for exp in analysis["experiments"]:
@@ -290,6 +307,22 @@ def text_tables(analysis: dict[str, Any]) -> str:
                 p = r["percentiles"]
                 lines.append(f"{r['knob']:<14}{r['load']:>10g} {r['arrival']:<5}  p50 "
                              f"{fmt_ci(p['p50'], 1, 3)}  p99 {fmt_ci(p['p99'], 1, 3)}  mean {fmt_ci(r['mean'], 1, 3)}")
+            lines.append(f"exact rank ratios knob / {exp['baseline']} (Hodges-Lehmann) [{conf}% CI]; "
+                         "cpu: the server's CPU time per request")
+            for r in exp["ratios"]:
+                shown = [f"{m} {fmt_rank(r['ranks'][m])}" for m in ("p99", "mean", "cpu")
+                         if "error" not in r["ranks"].get(m, {"error": None})]
+                lines.append(f"{r['knob']:<14}{r['load']:>10g} {r['arrival']:<5}  " + "  ".join(shown))
+        mech = [c for c in exp["cells"] if c.get("worker_sched") or c.get("outside_cores") is not None]
+        if mech:
+            lines.append("the mechanism: the workers' wait for their CPU (share of runnable time) and the "
+                         "cores other tasks took of the server's CPUs")
+            for c in mech:
+                wait = (c.get("worker_sched") or {}).get("wait_share")
+                out = c.get("outside_cores")
+                lines.append(f"{c['knob']:<14}{c['load']:>10g} {c['arrival']:<5}  workers waited "
+                             + (f"{wait:.1%}" if wait is not None else "-") + "  others took "
+                             + (f"{out:.2f} cores" if out is not None else "-"))
         ideal = [c for c in exp["cells"] if c.get("ideal")]
         if ideal:
             lines.append("queueing ideal (deterministic service = server CPU per request): measured / ideal")

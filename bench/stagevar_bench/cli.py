@@ -106,6 +106,11 @@ def conf_level(text: str) -> float:
                            "bad confidence {text!r}", "confidence must be in [0.5, 1), not {text!r}")
 
 
+def hog_duty(text: str) -> float:
+    return number_in_range(text, float, lambda d: 0 <= d <= 100, "bad hog duty {text!r}",
+                           "hog duty must be a percentage from 0 to 100, not {text!r}")
+
+
 def keyed(text: str) -> tuple[str, str]:
     """'NAME=VALUE' (split at the first '=')."""
     name, sep, value = text.partition("=")
@@ -131,6 +136,9 @@ def add_target_options(p: argparse.ArgumentParser) -> None:
                         "use with loadgen's --sequential-clients")
     p.add_argument("--requests-per-conn", type=int, default=75, help="with --conn-rate (default 75)")
     p.add_argument("--seed", type=int, default=1, help="random seed (run order, loadgen seeds)")
+    p.add_argument("--hog", type=hog_duty, default=0.0, metavar="PERCENT",
+                   help="the shared-CPU condition: on each --server-cpus CPU a process busy PERCENT "
+                        "of every 10 ms (100: a busy loop) during each run (default 0: none)")
 
 
 def build_parser() -> Parser:
@@ -247,7 +255,7 @@ def cmd_profile(args: argparse.Namespace) -> int:
                     duration_s=args.duration, warmup_s=args.warmup, server_cpus=args.server_cpus,
                     client_cpus=args.client_cpus, netns=args.netns, seed=args.seed,
                     load_unit="conn/s" if args.conn_rate else "req/s",
-                    requests_per_conn=args.requests_per_conn)
+                    requests_per_conn=args.requests_per_conn, hog=args.hog)
     try:
         result = prof.profile(design, level, rates, args.arrival, args.seed)
     except (ExperimentError, ValueError) as e:
@@ -274,7 +282,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
                     netns=args.netns, stage_trace=args.stage_trace, seed=args.seed,
                     load_unit="conn/s" if args.conn_rate else "req/s",
                     requests_per_conn=args.requests_per_conn, ideal_servers=args.ideal_servers,
-                    ideal_shared=args.ideal_shared)
+                    ideal_shared=args.ideal_shared, hog=args.hog)
     try:
         design.validate()
     except ExperimentError as e:

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterator
 
 from stagevar_bench import machine
+from stagevar_bench.hog import CpuHog, duty_ok
 from stagevar_bench.netns import NetnsPair
 from stagevar_bench.runs import OUT_OF_RANGE, runs_ok
 from stagevar_bench.sched import ThreadSched, threads_sched
@@ -74,6 +75,8 @@ class Design:
     sweep: str | None = None                      # the level parameter this design varies
     knob_param: str | None = None                 # with sweep: the level parameter that turns the
                                                   # knob on (0 = off), compared at each swept value
+    hog: float = 0.0                              # the shared-CPU condition: a CPU hog busy this
+                                                  # percent of the time on each server CPU (hog.py)
     description: str = ""
 
     def validate(self) -> None:
@@ -107,6 +110,10 @@ class Design:
                     raise ExperimentError(str(e)) from None
         if not machine.loadgen_path().exists():
             raise ExperimentError(f"{machine.loadgen_path()} is not built (run make)")
+        if not duty_ok(self.hog):
+            raise ExperimentError(f"hog duty must be a percentage from 0 to 100, not {self.hog:g}")
+        if self.hog and not all(l.server_cpus or self.server_cpus for l in self.levels):
+            raise ExperimentError("a CPU hog shares the server's cores: pin the server (--server-cpus)")
 
     def request_rate(self, load: float) -> float:
         return load * self.requests_per_conn if self.load_unit == "conn/s" else load
@@ -232,13 +239,16 @@ def run_one(design: Design, level: Level, load: float, arrival: str, rep: int, s
                 cmd = loadgen_command(design, level, load, arrival, seed, server.port, target, json_path)
                 record["loadgen_cmd"] = cmd
                 pid = server.proc.pid
-                cpu0 = machine.tree_cpu_s(pid)
-                thr0 = machine.thread_cpu_s(pid) if design.server == "memcached" else {}
-                sched0 = worker_sched(design, pid)
                 limit = design.warmup_s + design.duration_s + 60
-                out = subprocess.run(cmd, capture_output=True, text=True, timeout=limit)
-                cpu1 = machine.tree_cpu_s(pid)
-                thr1 = machine.thread_cpu_s(pid) if design.server == "memcached" else {}
+                with CpuHog(cpus or "0", design.hog, limit) as hog:
+                    cpu0, busy0, t0 = machine.tree_cpu_s(pid), cores_busy_s(cpus), time.monotonic()
+                    thr0 = machine.thread_cpu_s(pid) if design.server == "memcached" else {}
+                    sched0 = worker_sched(design, pid)
+                    out = subprocess.run(cmd, capture_output=True, text=True, timeout=limit)
+                    cpu1, busy1, t1 = machine.tree_cpu_s(pid), cores_busy_s(cpus), time.monotonic()
+                    thr1 = machine.thread_cpu_s(pid) if design.server == "memcached" else {}
+                if design.hog:
+                    record["hog"] = hog.describe()
                 if design.server in WORKER_THREAD:
                     record["worker_sched"] = (worker_sched(design, pid) - sched0).as_dict()
                 if out.returncode != 0 or not os.path.exists(json_path):
@@ -246,6 +256,8 @@ def run_one(design: Design, level: Level, load: float, arrival: str, rep: int, s
                 report = json.loads(Path(json_path).read_text())
                 record["loadgen"] = trim_report(report)
                 record["server_cpu_s"] = sum(cpu1[p] - cpu0[p] for p in cpu1 if p in cpu0)
+                if cpus:
+                    record["outside_cores"] = max(0.0, busy1 - busy0 - record["server_cpu_s"]) / (t1 - t0)
                 record["server_thread_cpu_s"] = {k: thr1.get(k, 0) - thr0.get(k, 0) for k in thr1}
                 c = report.get("counts", {})
                 record["requests_served"] = (c.get("sent", 0) + c.get("warmup_requests", 0)
@@ -268,6 +280,11 @@ def run_one(design: Design, level: Level, load: float, arrival: str, rep: int, s
 # workers; httpd's worker threads have no name of their own.
 WORKER_THREAD = {"memcached": "mc-worker"}
 LRU_OPTION = "lru_amortized_budget_us"
+
+
+def cores_busy_s(cpus: str | None) -> float:
+    """What machine.cpu_busy_s says of a pinned server's CPUs (0 unpinned)."""
+    return machine.cpu_busy_s(machine.parse_cpu_list(cpus)) if cpus else 0.0
 
 
 def worker_sched(design: Design, pid: int) -> ThreadSched:

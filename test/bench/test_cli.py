@@ -38,6 +38,9 @@ def stagevar(*args: str, timeout: float = 120) -> subprocess.CompletedProcess[st
     (["analyze", "/nonexistent/results.json"], "/nonexistent/results.json"),
     (["analyze", "x", "--conf", "1.5"], "'1.5'"),
     (["reproduce", "--only", "teleport", "--out", "x"], "'teleport'"),
+    (["compare", "--level", "a=stock", "--loads", "1000", "--hog", "150", "--out", "x"], "'150'"),
+    (["profile", "--hog", "lots"], "'lots'"),
+    (["compare", "--level", "a=stock", "--loads", "1000", "--hog", "50", "--out", "x"], "--server-cpus"),
 ])
 def test_bad_input_is_one_line_naming_the_value(args: list[str], named: str) -> None:
     out = stagevar(*args)

@@ -57,6 +57,29 @@ def test_proc_cpu_ns_sums_threads_and_filters_by_name() -> None:
     assert machine.proc_cpu_ns(pid, "no-such-thread") == 0
 
 
+def test_tree_cpu_s_has_ns_resolution_and_skips_a_gone_process() -> None:
+    pid = os.getpid()
+    before = machine.tree_cpu_s(pid)[pid]
+    burn(0.003)     # under a clock tick: utime and stime could not see it
+    assert machine.tree_cpu_s(pid)[pid] - before >= 0.002
+    assert machine.tree_cpu_s(2 ** 22 + 1) == {}
+
+
+def test_cpu_busy_s_counts_what_runs_on_the_cpu() -> None:
+    cpu = sorted(os.sched_getaffinity(0))[0]
+    old = os.sched_getaffinity(0)
+    os.sched_setaffinity(0, {cpu})
+    try:
+        busy0, mine0 = machine.cpu_busy_s([cpu]), time.thread_time()
+        burn(0.2)
+        busy1, mine1 = machine.cpu_busy_s([cpu]), time.thread_time()
+    finally:
+        os.sched_setaffinity(0, old)
+    # Everything this thread ran was on that CPU (the tick-sampled
+    # counters may miss two ticks at the ends).
+    assert busy1 - busy0 >= (mine1 - mine0) - 2 / machine.CLK_TCK
+
+
 def test_loadavg_text_is_the_three_load_averages() -> None:
     fields = machine.loadavg_text().split()
     assert len(fields) == 3
