@@ -54,13 +54,15 @@ def profile(design: Design, level: Level, rates: list[float], arrival: str = "ex
     if design.server == "memcached":
         wall = top_run["loadgen"]["meta"].get("wall_s") or 1.0
         maint = top_run.get("server_thread_cpu_s", {}).get("mc-lrumaint", 0.0) / wall
-    advice = recommend(design.server, ranked, top_run["stages"], maint, low)
+    outside = top_run.get("outside_cores")
+    advice = recommend(design.server, ranked, top_run["stages"], maint, low, outside)
     servers = worker_count(design, level)
     rate = design.request_rate(float(top_run["cell"]["load"]))
     served = top_run.get("requests_served") or 0
     cpu_per_request = top_run.get("server_cpu_s", 0) * 1e9 / served if served else None
     pred = pk_prediction(ranked, rate, servers, cpu_per_request)
-    out.update({"rate": rate, "servers": servers, "maintainer_cores": maint,
+    out.update({"rate": rate, "servers": servers, "maintainer_cores": maint, "outside_cores": outside,
+                "worker_wait_share": (top_run.get("worker_sched") or {}).get("wait_share"),
                 "ranked": [asdict(r) for r in ranked], "advice": asdict(advice),
                 "prediction": asdict(pred) if pred else None, "cpu_per_request_ns": cpu_per_request,
                 "measured_mean_ns": top_run["loadgen"]["latency_scheduled"].get("mean"),
@@ -84,6 +86,10 @@ def text(p: dict[str, Any]) -> str:
                      f"p99 {b.get('p99', 0):g}, max {b.get('max', 0):g}")
     if p.get("maintainer_cores") is not None:
         lines.append(f"  LRU maintainer thread: {p['maintainer_cores']:.3f} cores")
+    if p.get("worker_wait_share") is not None:
+        lines.append(f"  workers waited for their CPU {p['worker_wait_share']:.1%} of their runnable time"
+                     + (f"; other tasks took {p['outside_cores']:.2f} cores of the server's CPUs"
+                        if p.get("outside_cores") is not None else ""))
     a = p["advice"]
     if a["knob"] == "none":
         lines.append(f"recommendation: no knob indicated ({a['reason']})")

@@ -146,16 +146,29 @@ BATCH_CV2_VARIABLE = 0.25       # batch sizes vary (C² of requests per read)
 # its core.
 MAINTAINER_BUSY_CORES = 0.005
 GROWTH = 1.2                    # 20% more from the lower to the higher load
+# Other tasks' CPU on the server's cores that counts as an outside
+# neighbour: a tenth of a core. The amortized knob moves the maintainer's
+# work into the worker, whose own CPU then weighs against the neighbour
+# in CFS's wake-up preemption: with a busy loop on the worker's core the
+# knob raised p99 and mean at every budget (issue 29; docs/memcached.md).
+OUTSIDE_BUSY_CORES = 0.1
 
 
 def recommend(server: str, ranked: list[RankedStage], stages: Mapping[str, Mapping[str, float]],
               maintainer_cores: float | None = None,
-              low_load: list[RankedStage] | None = None) -> Advice:
+              low_load: list[RankedStage] | None = None,
+              outside_cores: float | None = None) -> Advice:
     """The method's rule for the top stage (see README, `profile`)."""
     if not ranked:
         return Advice("none", "", "no stage statistics (is stage tracing on, and the server the fork?)")
     top = ranked[0]
     if server == "memcached" and top.name == "kernel_to_read":
+        if outside_cores is not None and outside_cores >= OUTSIDE_BUSY_CORES:
+            return Advice("none", "", f"kernel_to_read varies most ({100 * top.share:.0f}% of the variance), "
+                          f"but other tasks took {outside_cores:.2f} cores of the server's CPUs: the "
+                          "amortized LRU knob moves the maintainer's work into the worker, which then "
+                          "loses more wake-ups to the neighbour (docs/memcached.md); give the server "
+                          "cores of its own first")
         if maintainer_cores is not None and maintainer_cores >= MAINTAINER_BUSY_CORES:
             return Advice("amortized LRU", "-o lru_amortized_budget_us=auto",
                           f"kernel_to_read varies most ({100 * top.share:.0f}% of the variance) and the "

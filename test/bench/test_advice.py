@@ -71,6 +71,11 @@ def test_rules() -> None:
     k = stages(kernel_to_read__stddev=50000.0)
     assert recommend("memcached", rank_stages(k), k, maintainer_cores=0.2).knob == "amortized LRU"
     assert recommend("memcached", rank_stages(k), k, maintainer_cores=0.001).knob == "none"
+    # an outside task on the workers' cores: the knob would lose to it
+    busy = recommend("memcached", rank_stages(k), k, maintainer_cores=0.2, outside_cores=0.9)
+    assert busy.knob == "none" and "0.90 cores" in busy.reason
+    assert recommend("memcached", rank_stages(k), k, maintainer_cores=0.2,
+                     outside_cores=0.02).knob == "amortized LRU"
     # httpd: grows with load -> pinning; flat -> nothing
     low = rank_stages(stages(kernel_to_read__stddev=50000.0, kernel_to_read__mean=10000.0))
     assert recommend("httpd", rank_stages(k), k, low_load=low).knob == "process pinning"
