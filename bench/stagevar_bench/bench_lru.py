@@ -53,7 +53,7 @@ import sys
 import tempfile
 from typing import Any
 
-from stagevar_bench import lru_cost
+from stagevar_bench import lru_cost, lru_cpu
 from stagevar_bench import memcache_client as mc
 from stagevar_bench.machine import loadavg_text, loadgen_path
 from stagevar_bench.servers import LOOPBACK, TRACE_EVERY_REQUEST, MemcachedServer, build_binary
@@ -224,6 +224,10 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--callgrind", action="store_true",
                    help="instead of latency: instructions of stock's worker and maintainer thread against "
                         "the fork's worker with --budget and with auto (valgrind)")
+    p.add_argument("--cpu-cost", action="store_true",
+                   help="instead of latency: the server's native CPU time per request, stock against "
+                        "the fork with auto and with --budget, at --rates, evicting and not (lru_cpu.py)")
+    p.add_argument("--rates", default="5000,20000,80000", help="req/s for --cpu-cost (default 5000,20000,80000)")
     p.add_argument("--server-cpu", type=int, default=0)
     p.add_argument("--loadgen-cpu", type=int, default=1)
     args = p.parse_args(argv)
@@ -239,6 +243,14 @@ def main(argv: list[str] | None = None) -> int:
         p.error(f"--budget-sweep takes positive integers like 1,2,5,10, not '{args.budget_sweep}'")
     if args.runs < 1:
         p.error(f"--runs takes a positive number of runs, not '{args.runs}'")
+    if args.cpu_cost:
+        try:
+            args.rates = [float(x) for x in args.rates.split(",")]
+        except ValueError:
+            p.error(f"--rates takes req/s like 5000,20000, not '{args.rates}'")
+        if any(not r > 0 for r in args.rates):
+            p.error(f"--rates must be > 0, not '{args.rates}'")
+        return lru_cpu.run(args)
     if args.callgrind:
         if shutil.which("valgrind") is None:
             print("bench-lru: --callgrind needs valgrind (apt-get install valgrind)", file=sys.stderr)
