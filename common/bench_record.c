@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* Copyright (c) 2026, the stagevar authors. See LICENSE. */
 /* bench_record: the cost of one sv_record() on the hot path, in ns.
  * Spans cycle through a spread of magnitudes so the bucket index and
  * the cache lines touched vary as they do for real latencies. */

@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* Copyright (c) 2026, the stagevar authors. See LICENSE. */
 /* Clock reads in nanoseconds. */
 #define _POSIX_C_SOURCE 200809L
 #include <time.h>

@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* Copyright (c) 2026, the stagevar authors. See LICENSE. */
 /*
  * Summaries and text emitters. Every format is built on sv_emit(), so
  * the field set and order are defined once: memcached's stats code and

@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* Copyright (c) 2026, the stagevar authors. See LICENSE. */
 /*
  * Log-linear histogram. Below 2^(SUB_BITS+1) every value has its own
  * bucket; above, each power of two [2^e, 2^(e+1)) is split into

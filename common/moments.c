@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* Copyright (c) 2026, the stagevar authors. See LICENSE. */
 /*
  * Running moments. Welford's update keeps the sum of squared deviations
  * (M2) instead of sum(x^2): with nanosecond timestamps in the 1e18 range

@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* Copyright (c) 2026, the stagevar authors. See LICENSE. */
 /*
  * Per-thread stage recorders. A recorder is one flat allocation (header
  * plus nstages sv_stage blocks), written by one thread only, so the hot

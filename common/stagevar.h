@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* Copyright (c) 2026, the stagevar authors. See LICENSE. */
 /*
  * libstagevar: per-stage latency recording for servers and load generators.
  *

@@ -1,7 +1,13 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """The tracing topics carry libstagevar's statistics code inside the
 server's tree (upstream takes no dependency on an unpackaged library), as
 new files of a patch. common/ stays the one source: every carried copy
-must be byte-identical to its original there."""
+must be its original there, but for two things. It carries the licence
+header of the project it goes into (memcached's BSD-3-Clause with SPDX,
+httpd's ASF header) in place of common/'s. And it may leave out whole
+top-level items its topic does not use (a function, a declaration with
+its comment, an #include), so it ships only what its server calls; every
+item it keeps is common/'s, word for word and in common/'s order."""
 from __future__ import annotations
 
 import re
@@ -18,6 +24,9 @@ TRACING_TOPICS = sorted(REPO.glob("patches/*/stage-trace"))
 NEW_FILE = re.compile(r"^diff --git a/(\S+) b/\S+\nnew file mode \d+\n"
                       r"(?:index \S+\n)?--- /dev/null\n\+\+\+ b/\S+\n"
                       r"@@ -0,0 \+1(?:,(\d+))? @@[^\n]*\n", re.M)
+LICENCE = re.compile(r"SPDX-License-Identifier|Licensed to the Apache Software Foundation"
+                     r"|Copyright")
+LEADING_COMMENT = re.compile(r"\A\s*(/\*.*?\*/|//[^\n]*)[ \t]*\n", re.S)
 
 
 def new_files(patch: str) -> dict[str, str]:
@@ -41,6 +50,88 @@ def carried(topic: Path) -> dict[str, str]:
             if "stagevar" in Path(path).parent.parts and Path(path).name in SOURCES}
 
 
+def without_licence(text: str) -> str:
+    """The text after its leading licence comments (each one naming a
+    licence or a copyright), whatever project's they are."""
+    while (m := LEADING_COMMENT.match(text)) and LICENCE.search(m[1]):
+        text = text[m.end():]
+    return text.lstrip("\n")
+
+
+def code_only(line: str, in_comment: bool) -> tuple[str, bool]:
+    """The line's code with comments, string and character literals
+    blanked (their braces and semicolons do not count), and whether a
+    block comment is still open at its end."""
+    out, i = [], 0
+    while i < len(line):
+        if in_comment:
+            end = line.find("*/", i)
+            if end < 0:
+                return "".join(out), True
+            in_comment, i = False, end + 2
+        elif line.startswith("/*", i):
+            in_comment, i = True, i + 2
+        elif line.startswith("//", i):
+            break
+        elif line[i] in "\"'":
+            m = re.match(r"""(["'])(?:\\.|(?!\1).)*\1""", line[i:])
+            i += len(m[0]) if m else 1
+        else:
+            out.append(line[i])
+            i += 1
+    return "".join(out), in_comment
+
+
+def items(text: str) -> list[str]:
+    """Top-level items of C source: each declaration, definition or
+    preprocessor line, with the comment lines right above it; a comment
+    followed by a blank line is an item of its own. Blank lines at the
+    top level separate items and are not part of any."""
+    result: list[str] = []
+    current: list[str] = []
+    depth, in_comment, continued, open_decl = 0, False, False, False
+    for line in text.splitlines():
+        if not line.strip() and depth == 0 and not in_comment and not open_decl:
+            if current:
+                result.append("\n".join(current))
+            current = []
+            continue
+        current.append(line)
+        code, in_comment = code_only(line, in_comment)
+        if depth == 0 and (continued or code.lstrip().startswith("#")):
+            continued = line.endswith("\\")
+            if not continued:
+                result.append("\n".join(current))
+                current = []
+            continue
+        for ch in code:
+            depth += {"{": 1, "}": -1}.get(ch, 0)
+        stripped = code.strip()
+        if depth == 0 and stripped and not in_comment:
+            # An item ends with a ';' or with the '}' of a function body;
+            # '} name;' (a typedef) and '};' end with their ';'.
+            open_decl = not (stripped.endswith(";") or stripped == "}")
+            if not open_decl:
+                result.append("\n".join(current))
+                current = []
+    if current:
+        result.append("\n".join(current))
+    return result
+
+
+def missing_from(copy: str, original: str) -> str | None:
+    """None if the copy's items are the original's, some left out, in
+    the original's order; else the first item that is not."""
+    theirs = items(without_licence(original))
+    at = 0
+    for item in items(without_licence(copy)):
+        try:
+            at = theirs.index(item, at) + 1
+        except ValueError:
+            return item
+    return None
+
+
 def test_the_new_file_parser_reads_a_patch_exactly() -> None:
     patch = ("diff --git a/x/stagevar/a.c b/x/stagevar/a.c\nnew file mode 100644\n"
              "index 0000000..1111111\n--- /dev/null\n+++ b/x/stagevar/a.c\n"
@@ -48,10 +139,82 @@ def test_the_new_file_parser_reads_a_patch_exactly() -> None:
     assert new_files(patch) == {"x/stagevar/a.c": "int a;\n\n"}
 
 
+ORIGINAL = """/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * What the file does.
+ */
+
+#include <stdio.h>
+#include "x.h"
+
+/* "{" in a comment */
+typedef struct {
+    int a;
+} pair;
+
+/* Two lines of
+ * comment. */
+int used(int x);
+int unused(void);
+
+static int helper(int x)
+{
+    return x + '}';
+}
+
+int used(int x)
+{
+    int y = helper(x);
+
+    return y;
+}
+
+int unused(void)
+{
+    return 0;
+}
+"""
+
+
+def test_items_split_top_level_code_only() -> None:
+    assert items(without_licence(ORIGINAL)) == [
+        "/*\n * What the file does.\n */", "#include <stdio.h>", '#include "x.h"',
+        '/* "{" in a comment */\ntypedef struct {\n    int a;\n} pair;',
+        "/* Two lines of\n * comment. */\nint used(int x);", "int unused(void);",
+        "static int helper(int x)\n{\n    return x + '}';\n}",
+        "int used(int x)\n{\n    int y = helper(x);\n\n    return y;\n}",
+        "int unused(void)\n{\n    return 0;\n}"]
+
+
+def test_a_copy_may_change_its_licence_and_leave_out_whole_items() -> None:
+    asf = "/* Licensed to the Apache Software Foundation (ASF) under one\n * ... */\n\n"
+    copy = ORIGINAL.replace("/* SPDX-License-Identifier: BSD-3-Clause */\n", asf)
+    copy = copy.replace("#include <stdio.h>\n", "").replace("int unused(void);\n", "")
+    copy = copy[:copy.index("int unused(void)\n{")]
+    assert missing_from(copy, ORIGINAL) is None
+
+
+@pytest.mark.parametrize("change", [
+    ("    int y = helper(x);\n\n", "    int y = helper(x);\n"),   # inside a function
+    ("int used(int x);\n", ""),                                    # a kept item's part
+    (" * What the file does.\n", " * What it does.\n"),            # a comment
+])
+def test_a_copy_may_not_change_what_it_keeps(change: tuple[str, str]) -> None:
+    assert missing_from(ORIGINAL.replace(*change), ORIGINAL) is not None
+
+
+def test_a_copy_keeps_common_s_order() -> None:
+    helper = "static int helper(int x)\n{\n    return x + '}';\n}\n\n"
+    moved = ORIGINAL.replace(helper, "") + "\n" + helper
+    assert missing_from(moved, ORIGINAL) is not None
+
+
 @pytest.mark.parametrize("topic", TRACING_TOPICS, ids=lambda t: t.parent.name)
 def test_every_carried_copy_is_common_s_file(topic: Path) -> None:
     copies = carried(topic)
     assert copies, f"{topic} carries none of common/'s files"
     for path, text in copies.items():
-        assert text == (COMMON / Path(path).name).read_text(), \
-            f"{path} in {topic.relative_to(REPO)} differs from common/{Path(path).name}"
+        assert LICENCE.search(text.split("*/")[0]), f"{path}: no licence header"
+        item = missing_from(text, (COMMON / Path(path).name).read_text())
+        assert item is None, (f"{path} in {topic.relative_to(REPO)} is not "
+                              f"common/{Path(path).name}: it has\n{item}")
