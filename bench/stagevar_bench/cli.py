@@ -9,6 +9,7 @@ and measure what it does, with confidence intervals.
     stagevar reproduce [--quick] --out DIR
     stagevar bench trace|lru|loadgen|peers ...   the benchmarks
     stagevar soak      ...   the amortized fork and stock side by side, for long
+    stagevar exporter  --target HOST:PORT ...   memcached stages for Prometheus
 
 Each command's --help says more; docs/stagevar/ documents each on a page
 of its own (docs/stagevar/README.md lists them).
@@ -208,6 +209,9 @@ def build_parser() -> Parser:
     s = sub.add_parser("soak", add_help=False, help="the amortized fork and stock side by side under a "
                        "set-heavy load, for long (default 30 minutes)")
     s.add_argument("rest", nargs=argparse.REMAINDER)
+    e = sub.add_parser("exporter", add_help=False, help="serve memcached forks' stage histograms "
+                       "and stats to Prometheus (docs/monitoring.md)")
+    e.add_argument("rest", nargs=argparse.REMAINDER)
     return parser
 
 
@@ -355,14 +359,19 @@ def cmd_soak(args: argparse.Namespace) -> int:
     return soak.main(args.rest)
 
 
+def cmd_exporter(args: argparse.Namespace) -> int:
+    from stagevar_bench import exporter
+    return exporter.main(args.rest)
+
+
 COMMANDS = {"profile": cmd_profile, "compare": cmd_compare, "analyze": cmd_analyze,
             "report": cmd_report, "compact": cmd_compact, "reproduce": cmd_reproduce,
-            "bench": cmd_bench, "soak": cmd_soak}
+            "bench": cmd_bench, "soak": cmd_soak, "exporter": cmd_exporter}
 
 
 # Commands whose arguments, options included, all go to a parser of their
 # own (argparse's REMAINDER does not take a leading option such as --help).
-PASS_THROUGH = ("bench", "soak")
+PASS_THROUGH = ("bench", "soak", "exporter")
 
 
 def main(argv: Sequence[str] | None = None) -> int:
