@@ -150,6 +150,11 @@ def build_parser() -> Parser:
                         "with --conn-rate, else 1000,4000)")
     p.add_argument("--arrival", default="exp", help="loadgen arrival process (default exp)")
     p.add_argument("--json", dest="json_out", type=Path, help="write the profile as JSON")
+    p.add_argument("--prometheus", metavar="URL", help="profile the servers a Prometheus scrapes "
+                   "instead of one started here (docs/monitoring.md)")
+    p.add_argument("--match", default="", metavar="SELECTOR",
+                   help="with --prometheus: label matchers, e.g. '{job=\"memcached\"}'")
+    p.add_argument("--window", default="5m", help="with --prometheus: the last DURATION (default 5m)")
 
     c = sub.add_parser("compare", help="factorial experiment: knob levels x loads x arrivals")
     add_target_options(c)
@@ -240,6 +245,12 @@ def per_level(pairs: list[tuple[str, str]], names: list[str], what: str) -> dict
 
 
 def cmd_profile(args: argparse.Namespace) -> int:
+    if args.prometheus is not None:
+        from stagevar_bench import fleet
+        try:
+            return fleet.run(args.prometheus, args.match, args.window, args.json_out)
+        except fleet.FleetError as e:
+            raise CliError(str(e)) from None
     from stagevar_bench import profile as prof
     from stagevar_bench.experiment import Design, ExperimentError, Level
     rates = args.rate
