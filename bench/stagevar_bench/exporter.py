@@ -20,7 +20,9 @@ that are libstagevar bucket boundaries, so the server's buckets are
 coarsened, never re-binned. They need the fork to answer `stats stages
 hist` with its buckets (`<stage>:bucket_<low_ns> <count>` lines); a fork
 that answers only the summaries gets no stage histogram and
-`stagevar_memcached_stage_histograms 0`, its summaries as gauges.
+`stagevar_memcached_stage_histograms 0`. The server's own summary (its
+Welford mean and standard deviation, extremes, quantiles) is served as
+gauges either way, from the same reply as the buckets.
 """
 from __future__ import annotations
 
@@ -195,7 +197,8 @@ class Families:
         self.batch = HistogramMetricFamily("stagevar_batch_size", "Requests per traced socket read.",
                                            labels=inst)
         self.summary = GaugeMetricFamily("stagevar_memcached_stage_stat_seconds",
-                                         "The server's own summary of a stage since start or stats reset.",
+                                         "The server's own summary of a stage (Welford mean and stddev, "
+                                         "extremes, quantiles) since start or stats reset.",
                                          labels=["instance", "stage", "stat"])
         self.stats: dict[str, Metric] = {
             name: (CounterMetricFamily if counter else GaugeMetricFamily)(
@@ -237,12 +240,12 @@ class Families:
         labels = [inst, stage]
         self.missing.add_metric(labels, number(s.get(f"{stage}:missing")) or 0)
         self.dropped.add_metric(labels, number(s.get(f"{stage}:dropped")) or 0)
+        for f in SUMMARY_FIELDS:
+            v = number(s.get(f"{stage}:{f}_ns"))
+            if v is not None:
+                self.summary.add_metric([inst, stage, f], v / 1e9)
         hist = stage_buckets(s, stage)
         if hist is None:
-            for f in SUMMARY_FIELDS:
-                v = number(s.get(f"{stage}:{f}_ns"))
-                if v is not None:
-                    self.summary.add_metric([inst, stage, f], v / 1e9)
             return
         buckets, overflow = hist
         total = sum(buckets.values()) + overflow
