@@ -109,6 +109,7 @@ def test_one_exporter_keeps_servers_apart_and_probe_answers_for_one(exporter_for
     (["--target", "127.0.0.1:11211", "--port", "http"], "'http'"),
     (["--target", "127.0.0.1:11211", "--timeout", "-1"], "'-1'"),
     ([], "--target"),
+    (["--target", "127.0.0.1:11211", "--listen", "999.0.0.1"], "'999.0.0.1'"),
 ])
 def test_bad_flags_exit_2_naming_the_value(args: list[str], named: str) -> None:
     proc = subprocess.run([*EXPORTER, *args], capture_output=True, text=True, timeout=60)
