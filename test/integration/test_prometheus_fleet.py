@@ -273,6 +273,10 @@ def test_fleet_profile_from_a_real_prometheus(hosts: list[Host], tmp_path: Path)
         if not seen:
             pytest.skip("no server gives stage buckets yet: memcached's `stats stages hist` and "
                         "httpd's ?metrics are not in the forks; the fleet comparison needs one")
+        if httpd_own is not None:
+            wait_until("Prometheus scraping httpd: it asks for /stage-stats?metrics= (params "
+                       "cannot send a bare ?metrics), which the handler must take as ?metrics",
+                       lambda: prom.query('up{job="httpd"} == 1'))
         for inst, n in seen.items():
             wait_until(f"a scrape of {inst} with {n:.0f} requests", lambda: [
                 r for r in prom.query(f'stagevar_stage_seconds_count{{instance="{inst}",'
