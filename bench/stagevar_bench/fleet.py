@@ -230,8 +230,12 @@ def collect(prom: Prometheus, sel: str, window_s: float) -> tuple[dict[str, dict
     braces = "{" + sel + "}"
     found = prom.query(f"count by (instance) ({STAGE}_bucket{braces})", end)
     if not found:
+        bare = prom.query(f"stagevar_memcached_stage_histograms{braces} == 0", end)
+        why = (f"stagevar_memcached_stage_histograms is 0 for {len(bare)} memcached: they do "
+               "not answer `stats stages hist` with their buckets" if bare
+               else "is it scraping the exporter or httpd's ?metrics?")
         raise FleetError(f"--match {braces!r} matches no {STAGE}_bucket series in Prometheus at "
-                         f"{prom.url} (is it scraping the exporter or httpd's ?metrics?)")
+                         f"{prom.url} ({why})")
     out: dict[str, dict[str, Hist]] = {}
     for metric, what in ((STAGE, "stage"), (BATCH, None)):
         buckets = window_delta(prom, f"{metric}_bucket{braces}", end, window_s)
