@@ -134,8 +134,8 @@ class Prometheus:
 
 CONFIG = """\
 global:
-  scrape_interval: 1s
-  scrape_timeout: 1s
+  scrape_interval: 2s
+  scrape_timeout: 2s
 scrape_configs:
   - job_name: memcached
     honor_labels: true          # the exporter's instance label: the memcached, not the exporter
@@ -239,10 +239,11 @@ def test_fleet_profile_from_a_real_prometheus(hosts: list[Host], tmp_path: Path)
         # requests, so a stage's variance is spread over hundreds of values whose
         # bucket errors average out; at an even 4,000 req/s it was a few stalls of
         # the same length, all in one bucket, and came out up to 11% off. The
-        # ranking is led by kernel_to_read, 88-100% of the variance in six runs
-        # (once read_to_parse, 67%): no near tie.
+        # ranking is led by kernel_to_read, 73-100% of the variance in twelve runs
+        # (twice read_to_parse, 60-67%): no near tie. httpd: bursts at 1,500 req/s,
+        # led by kernel_to_read (94-100%).
         load = [loadgen(h.addr, 11211, "-r", "12000", "-a", "pareto:cv2=20") for h in (h_a, h_b)]
-        load.append(loadgen(h_web.addr, web.port, "-P", "http", "-r", "300", "-c", "4"))
+        load.append(loadgen(h_web.addr, web.port, "-P", "http", "-r", "1500", "-c", "4", "-a", "pareto:cv2=20"))
         for p in load:
             _, err = p.communicate(timeout=60)
             assert p.returncode == 0, err.decode()
@@ -282,13 +283,19 @@ def test_fleet_profile_from_a_real_prometheus(hosts: list[Host], tmp_path: Path)
                 r for r in prom.query(f'stagevar_stage_seconds_count{{instance="{inst}",'
                                       f'stage="server_total"}} >= {n}')])
 
+        # A scrape that fails on this busy machine marks its series stale until the
+        # next one: profile again (a few times) until it holds every server.
         out = tmp_path / "fleet.json"
-        proc = subprocess.run([*STAGEVAR, "profile", "--prometheus", prom.url, "--window", "10m",
-                               "--json", str(out)], capture_output=True, text=True, timeout=120)
-        assert proc.returncode == 0, proc.stderr
-        assert "knob:" in proc.stdout
-        print(proc.stdout)                      # shown when the test fails, or with -s
-        profile = json.loads(out.read_text())
+
+        def fleet_profile() -> dict[str, Any] | None:
+            proc = subprocess.run([*STAGEVAR, "profile", "--prometheus", prom.url, "--window", "10m",
+                                   "--json", str(out)], capture_output=True, text=True, timeout=120)
+            assert proc.returncode == 0, proc.stderr
+            assert "knob:" in proc.stdout
+            print(proc.stdout)                  # shown when the test fails, or with -s
+            got = json.loads(out.read_text())
+            return got if set(seen) <= {i["name"] for i in got["instances"]} else None
+        profile = wait_until("a fleet profile with every server", fleet_profile, 20)
         fleet = {i["name"]: i for i in profile["instances"]}
         # The servers' own Welford statistics of the same window: memcached's from the
         # same scrape as the buckets (every request the window holds, the exporter's
@@ -314,11 +321,11 @@ def test_fleet_profile_from_a_real_prometheus(hosts: list[Host], tmp_path: Path)
                     ratio = by_name[r.name]["variance_ns2"] / r.variance_ns2
                     print(f"{inst} {r.name}: share {r.share:.2f}, variance from buckets / Welford's "
                           f"{ratio:.4f}")
-                    assert abs(ratio - 1) <= 0.10, (inst, r.name, ratio)
+                    assert abs(ratio - 1) <= 0.10, (inst, r.name, ratio, s.get(r.name), by_name[r.name])
         # The dashboard's p99 and spread share panels show every instance with buckets.
         for expr in dashboard_queries()[2:5]:
-            shown = {r["metric"].get("instance") for r in prom.query(expr.replace("1m", "10m"))}
-            assert set(own) <= shown, (expr, shown)
+            wait_until(f"every server in {expr}", lambda: set(own) <= {
+                r["metric"].get("instance") for r in prom.query(expr.replace("1m", "10m"))}, 20)
     finally:
         for p in procs:
             stop_process(p)
