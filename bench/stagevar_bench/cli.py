@@ -9,6 +9,7 @@ and measure what it does, with confidence intervals.
     stagevar reproduce [--quick] --out DIR
     stagevar bench trace|lru|loadgen|peers ...   the benchmarks
     stagevar soak      ...   the amortized fork and stock side by side, for long
+    stagevar exporter  --target HOST:PORT ...   memcached stages for Prometheus
 
 Each command's --help says more; docs/stagevar/ documents each on a page
 of its own (docs/stagevar/README.md lists them).
@@ -157,6 +158,11 @@ def build_parser() -> Parser:
                         "with --conn-rate, else 1000,4000)")
     p.add_argument("--arrival", default="exp", help="loadgen arrival process (default exp)")
     p.add_argument("--json", dest="json_out", type=Path, help="write the profile as JSON")
+    p.add_argument("--prometheus", metavar="URL", help="profile the servers a Prometheus scrapes "
+                   "instead of one started here (docs/monitoring.md)")
+    p.add_argument("--match", default="", metavar="SELECTOR",
+                   help="with --prometheus: label matchers, e.g. '{job=\"memcached\"}'")
+    p.add_argument("--window", default="5m", help="with --prometheus: the last DURATION (default 5m)")
 
     c = sub.add_parser("compare", help="factorial experiment: knob levels x loads x arrivals")
     add_target_options(c)
@@ -216,6 +222,9 @@ def build_parser() -> Parser:
     s = sub.add_parser("soak", add_help=False, help="the amortized fork and stock side by side under a "
                        "set-heavy load, for long (default 30 minutes)")
     s.add_argument("rest", nargs=argparse.REMAINDER)
+    e = sub.add_parser("exporter", add_help=False, help="serve memcached forks' stage histograms "
+                       "and stats to Prometheus (docs/monitoring.md)")
+    e.add_argument("rest", nargs=argparse.REMAINDER)
     return parser
 
 
@@ -244,6 +253,12 @@ def per_level(pairs: list[tuple[str, str]], names: list[str], what: str) -> dict
 
 
 def cmd_profile(args: argparse.Namespace) -> int:
+    if args.prometheus is not None:
+        from stagevar_bench import fleet
+        try:
+            return fleet.run(args.prometheus, args.match, args.window, args.json_out)
+        except fleet.FleetError as e:
+            raise CliError(str(e)) from None
     from stagevar_bench import profile as prof
     from stagevar_bench.experiment import Design, ExperimentError, Level
     rates = args.rate
@@ -363,14 +378,19 @@ def cmd_soak(args: argparse.Namespace) -> int:
     return soak.main(args.rest)
 
 
+def cmd_exporter(args: argparse.Namespace) -> int:
+    from stagevar_bench import exporter
+    return exporter.main(args.rest)
+
+
 COMMANDS = {"profile": cmd_profile, "compare": cmd_compare, "analyze": cmd_analyze,
             "report": cmd_report, "compact": cmd_compact, "reproduce": cmd_reproduce,
-            "bench": cmd_bench, "soak": cmd_soak}
+            "bench": cmd_bench, "soak": cmd_soak, "exporter": cmd_exporter}
 
 
 # Commands whose arguments, options included, all go to a parser of their
 # own (argparse's REMAINDER does not take a leading option such as --help).
-PASS_THROUGH = ("bench", "soak")
+PASS_THROUGH = ("bench", "soak", "exporter")
 
 
 def main(argv: Sequence[str] | None = None) -> int:
