@@ -91,6 +91,49 @@ def test_every_request_is_counted_in_every_stage(traced: MemcachedServer) -> Non
     assert num(stats, "server_total:missing") == 0
 
 
+def stat_lines(reply: bytes) -> list[tuple[str, str]]:
+    lines = reply.decode().split("\r\n")
+    assert lines[-2:] == ["END", ""], reply[-100:]
+    return [(k, v) for _, k, v in (line.split(" ") for line in lines[:-2])]
+
+
+def test_stages_hist_buckets_add_up_across_workers(traced: MemcachedServer) -> None:
+    """`stats stages hist` (what `stagevar exporter` reads): the summaries of
+    `stats stages`, then every stage's buckets, which add up to its count
+    with requests spread over the workers' recorders."""
+    clients = [client(traced) for _ in range(6)]
+    for i in range(300):
+        c = clients[i % len(clients)]
+        c.set(f"key{i}", b"x" * i)
+        c.get_many([f"key{i}", f"key{i // 2}", "absent"])
+    time.sleep(0.05)
+    # Parsed from one read, both replies see the same recorders.
+    with socket.create_connection((LOOPBACK, traced.port), timeout=5) as s:
+        s.sendall(b"stats stages\r\nstats stages hist\r\n")
+        both = b""
+        while both.count(b"\nEND\r\n") < 2:
+            chunk = s.recv(65536)
+            assert chunk, f"connection closed after {both[-200:]!r}"
+            both += chunk
+    plain_end = both.index(b"\nEND\r\n") + len(b"\nEND\r\n")
+    plain, hist = stat_lines(both[:plain_end]), stat_lines(both[plain_end:])
+    assert hist[:len(plain)] == plain
+    counts = dict(plain)
+    buckets: dict[str, dict[int, int]] = {}
+    overflow: dict[str, int] = {}
+    for key, value in hist[len(plain):]:
+        stage, field = key.split(":")
+        if field == "overflow":
+            overflow[stage] = int(value)
+        else:
+            assert field.startswith("bucket_") and stage not in overflow, key
+            buckets.setdefault(stage, {})[int(field[len("bucket_"):])] = int(value)
+    assert list(overflow) == [*REQUEST_STAGES, "batch_idle", "batch_size"]
+    for stage, n in overflow.items():
+        assert sum(buckets.get(stage, {}).values()) + n == int(counts[f"{stage}:count"]), stage
+    assert int(counts["read_to_parse:count"]) >= 600
+
+
 def test_stages_add_up_to_the_server_total(traced: MemcachedServer) -> None:
     c = client(traced)
     c.set("k", b"value")

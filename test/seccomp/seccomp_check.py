@@ -120,6 +120,14 @@ def exercise(port: int, case: Case) -> None:
     if case.traced_every_request:
         # Each set was traced through its reply's TX timestamp.
         assert stat(stages, "read_to_parse:count") >= SETS, stages
+    # The buckets too: the longest stats reply, formatted from the same
+    # merge buffers, allocating nothing more than any stats reply.
+    hist = c.command("stats stages hist")
+    for line in case.expect_stages:
+        assert line in hist.splitlines(), f"{line!r} not in stats stages hist"
+    if case.option.startswith("stage_trace"):
+        assert stat(hist, "read_to_parse:overflow") == 0, hist
+        assert ":bucket_" in hist, hist
     assert "STAT lru_amortized_budget_us " in c.command("stats lru_amortized")
     settings = c.command("stats settings")
     for line in ("STAT drop_privileges yes", *case.expect_settings):
