@@ -7,6 +7,7 @@
 # busy loop on CPU 1 (taskset -c 1 timeout 20 sh -c 'while :; do :; done').
 # Run from the build tree, under the bench lock:
 #   flock /work/bench.lock sh bench/results/2026-11-27-lru-auto-gap.sh gap
+#   flock /work/bench.lock sh bench/results/2026-11-27-lru-auto-gap.sh formula
 #   flock /work/bench.lock sh bench/results/2026-11-27-lru-auto-gap.sh p99 ROUNDS
 # gap: auto, at 5k/20k/80k req/s, -m 1024 (no evictions) and -m 8, quiet
 #   and hog; one 3-s run each. Per run: the worker's true mean sleep from
@@ -14,11 +15,17 @@
 #   nominal gap (1/rate minus the worker's CPU per request, from its
 #   schedstat), auto's idle_gap_us and budget_now_us, runqueue_permille,
 #   and the share of loadgen's sends that were late (> 50 us).
+# formula: the same runs without perf, at 5k/20k: the worker's mean sleep
+#   over 2 s computed from outside (its /proc schedstat and status) with
+#   the old formula (time off the CPU per voluntary switch) and the new
+#   one (run-queue wait excluded), beside the server's idle_gap_us and
+#   runqueue_permille read at the end of those 2 s.
 # p99: 20k req/s, -m 8, stock against the fork with auto, interleaved,
-#   ROUNDS runs a side, quiet and hog; per run p99 and mean (us) and
-#   errors (sets that failed); then the medians and the ratios.
+#   ROUNDS runs a side, quiet and hog; per run p99 and mean (us), errors
+#   (sets that failed), and the worker's run-queue share, CPU per request
+#   and times run per second (its schedstat); then medians and ratios.
 set -eu
-MODE=${1:?gap or p99}; ROUNDS=${2:-6}
+MODE=${1:?gap, formula or p99}; ROUNDS=${2:-6}
 FORK=${FORK:-build/fork/bin/memcached}; STOCK=${STOCK:-build/stock/bin/memcached}
 LOADGEN=${LOADGEN:-bench/loadgen/loadgen}; PORT=${PORT:-11331}
 exec python3 - "$MODE" "$ROUNDS" "$FORK" "$STOCK" "$LOADGEN" "$PORT" <<'PY'
@@ -45,8 +52,9 @@ def ask(cmd):
 def worker_schedstat(pid):
     for comm in glob.glob(f"/proc/{pid}/task/*/comm"):
         if open(comm).read().strip() == "mc-worker":
-            on, wait, _ = open(comm[:-4] + "schedstat").read().split()
-            return int(on), int(wait)
+            on, wait, slices = open(comm[:-4] + "schedstat").read().split()
+            vol = [l for l in open(comm[:-4] + "status") if l.startswith("voluntary_ctxt")]
+            return int(on), int(wait), int(slices), int(vol[0].split()[1])
     raise SystemExit("no mc-worker thread")
 
 
@@ -114,6 +122,14 @@ def run(exe, mem, rate, hog, knob):
         "served": reqs / (t1 - t0),
         "svc_us": cpu_per_req,
         "runq_ext": (ss1[1] - ss0[1]) / ((t1 - t0) * 1e9) * 1000,
+        "runs_per_s": (ss1[2] - ss0[2]) / (t1 - t0),
+        "sleeps_per_s": (ss1[3] - ss0[3]) / (t1 - t0),
+        # The worker's mean sleep over the same 2 s, from outside: the old
+        # formula (time off the CPU per voluntary switch) and the new one
+        # (run-queue wait excluded).
+        "old_gap_us": ((t1 - t0) * 1e9 - (ss1[0] - ss0[0])) / max(ss1[3] - ss0[3], 1) / 1000,
+        "new_gap_us": ((t1 - t0) * 1e9 - (ss1[0] - ss0[0]) - (ss1[1] - ss0[1]))
+                      / max(ss1[3] - ss0[3], 1) / 1000,
         "nominal_gap_us": max(1e6 / rate - cpu_per_req, 0.0),
         "true_gap_us": sleeps[0], "sleeps": sleeps[1],
         "late": rep["counts"]["late"] / max(rep["counts"]["sent"], 1),
@@ -143,6 +159,18 @@ if mode == "gap":
                       f"| {r['true_gap_us']:.1f} ({r['sleeps']}) | {r['est_gap_us']} "
                       f"| {r['budget_us']} | {ratio:.2f} | {r['runq_permille']} ({r['runq_ext']:.0f}) "
                       f"| {r['evictions']} |", flush=True)
+elif mode == "formula":
+    print("| rate | -m | hog | served/s | loadgen late | worker runq permille | sleeps/s "
+          "| old formula us | new formula us | idle_gap_us (server) | budget us | runqueue_permille (server) |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|")
+    for mem in (1024, 8):
+        for rate in (5000, 20000):
+            for hog in (False, True):
+                r = run(fork, mem, rate, hog, True)
+                print(f"| {rate} | {mem} | {'yes' if hog else 'no'} | {r['served']:.0f} | {r['late']:.0%} "
+                      f"| {r['runq_ext']:.0f} | {r['sleeps_per_s']:.0f} | {r['old_gap_us']:.0f} "
+                      f"| {r['new_gap_us']:.0f} | {r['est_gap_us']} | {r['budget_us']} "
+                      f"| {r['runq_permille']} |", flush=True)
 elif mode == "p99":
     for hog in (False, True):
         res = {"stock": [], "auto": []}
@@ -152,7 +180,8 @@ elif mode == "p99":
                 res[side].append(r)
                 print(f"hog={hog} round={i} {side}: p99 {r['p99_us']:.0f} mean {r['mean_us']:.0f} "
                       f"errors {r['errors']} budget {r['budget_us']} gap {r['est_gap_us']} "
-                      f"runq {r['runq_permille']}", flush=True)
+                      f"worker: runq {r['runq_ext']:.0f} permille, CPU/req {r['svc_us']:.1f} us, "
+                      f"{r['runs_per_s']:.0f} runs/s", flush=True)
         med = {s: (statistics.median(x["p99_us"] for x in v), statistics.median(x["mean_us"] for x in v))
                for s, v in res.items()}
         print(f"hog={hog}: {rounds} runs a side; median p99 stock {med['stock'][0]:.0f} auto "
@@ -160,5 +189,5 @@ elif mode == "p99":
               f"{med['stock'][1]:.0f} auto {med['auto'][1]:.0f} (x{med['auto'][1] / med['stock'][1]:.2f})",
               flush=True)
 else:
-    raise SystemExit(f"mode {mode}: expected gap or p99")
+    raise SystemExit(f"mode {mode}: expected gap, formula or p99")
 PY
