@@ -101,8 +101,8 @@ def measure(args: argparse.Namespace) -> dict[tuple[str, float, str], list[float
 
 def table(values: dict[tuple[str, float, str], list[float]], budget: int, rates: list[float]) -> list[str]:
     names = [s.name for s in sides(budget)]
-    lines = [f"server CPU per request, us: median over runs; ratio to stock (Hodges-Lehmann) "
-             f"[exact 95% CI]"]
+    lines = ["server CPU per request, us: median over runs; ratio to stock (Hodges-Lehmann) "
+             "[exact 95% CI]"]
     for condition in MEMORY:
         for rate in rates:
             base = values[(condition, rate, "stock")]

@@ -2,9 +2,10 @@
 from __future__ import annotations
 
 import subprocess
+import time
 import urllib.request
 from pathlib import Path
-from typing import Iterator
+from typing import Callable, Iterator, TypeVar
 
 import pytest
 
@@ -24,6 +25,21 @@ def loadgen_binary() -> Path:
     if not path.exists():
         pytest.skip(f"{path} is not built (run make)")
     return path
+
+
+T = TypeVar("T")
+
+
+def wait_until(what: str, pred: Callable[[], T], timeout: float = 15.0, poll_s: float = 0.05) -> T:
+    """pred()'s first true value, polled until `timeout` s have passed; an
+    AssertionError naming `what` if it never came."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = pred()
+        if value:
+            return value
+        time.sleep(poll_s)
+    raise AssertionError(f"timed out after {timeout:g} s waiting for {what}")
 
 
 def server_status(server: HttpdServer) -> dict[str, str]:

@@ -10,13 +10,12 @@ import re
 import signal
 import socket
 import subprocess
-import time
 from pathlib import Path
-from typing import Callable, Iterator
+from typing import Iterator
 
 import pytest
 
-from conftest import binary_or_skip, httpd_config_test
+from conftest import binary_or_skip, httpd_config_test, wait_until
 from stagevar_bench.servers import LOOPBACK, HttpdServer, wait_for_port
 
 ALLOWED = sorted(os.sched_getaffinity(0))
@@ -76,16 +75,6 @@ def thread_cpus(pid: int) -> dict[int, set[int]]:
         line = next(l for l in status.splitlines() if l.startswith("Cpus_allowed_list:"))
         out[int(tid)] = parse_cpulist(line.split(":", 1)[1])
     return out
-
-
-def wait_until(what: str, pred: Callable[[], object], timeout: float = 15.0) -> object:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = pred()
-        if value:
-            return value
-        time.sleep(0.05)
-    raise AssertionError(f"timed out after {timeout:.0f} s waiting for {what}")
 
 
 def ready_children(parent: int, expect: int) -> list[int]:

@@ -23,7 +23,6 @@ import random
 import shutil
 import subprocess
 import sys
-import time
 import urllib.error
 import urllib.parse
 import urllib.request
@@ -32,7 +31,7 @@ from typing import Any, Iterator
 
 import pytest
 
-from conftest import binary_or_skip, loadgen_binary
+from conftest import binary_or_skip, loadgen_binary, wait_until
 from stagevar_bench import stages as st
 from stagevar_bench.memcache_client import stats
 from stagevar_bench.servers import HttpdServer, MemcachedServer, free_port, stop_process
@@ -41,6 +40,9 @@ STAGEVAR = [sys.executable, "-m", "stagevar_bench"]
 CONTENT_TYPE = "text/plain; version=0.0.4"
 MC_ARGS = ["-t", "1", "-o", "stage_trace,stage_trace_sample=1"]
 LOAD_S = "4s"
+
+SCRAPES_S = 30.0         # a few scrape intervals, on a busy machine
+POLL_S = 0.25            # between queries to Prometheus
 
 
 class Host:
@@ -93,16 +95,6 @@ def promtool_ok(text: str) -> None:
     assert proc.returncode == 0, proc.stdout + proc.stderr
 
 
-def wait_until(what: str, ok: Any, timeout: float = 30.0) -> Any:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = ok()
-        if value:
-            return value
-        time.sleep(0.25)
-    raise AssertionError(f"{what}: not within {timeout:g} s")
-
-
 class Prometheus:
     def __init__(self, root: Path, config: str) -> None:
         self.port = free_port()
@@ -113,7 +105,7 @@ class Prometheus:
             ["prometheus", f"--config.file={root / 'prometheus.yml'}",
              f"--storage.tsdb.path={root / 'data'}", f"--web.listen-address=127.0.0.1:{self.port}"],
             stdout=self.log, stderr=self.log)
-        wait_until("prometheus ready", lambda: self.ready(), 60)
+        wait_until("prometheus ready", lambda: self.ready(), 60, POLL_S)
 
     def ready(self) -> bool:
         assert self.proc.poll() is None, "prometheus exited (see its log)"
@@ -260,7 +252,8 @@ def test_fleet_profile_from_a_real_prometheus(hosts: list[Host], tmp_path: Path)
         # Prometheus keeps the two memcached apart, both up.
         up = wait_until("both memcached up in Prometheus", lambda: {
             r["metric"]["instance"]: r["value"][1] for r in prom.query("stagevar_memcached_up")
-            if r["value"][1] == "1"} if len(prom.query("stagevar_memcached_up == 1")) == 2 else None)
+            if r["value"][1] == "1"} if len(prom.query("stagevar_memcached_up == 1")) == 2 else None,
+            SCRAPES_S, POLL_S)
         assert set(up) == set(insts)
 
         # A scrape after the load, for each server with buckets.
@@ -277,11 +270,11 @@ def test_fleet_profile_from_a_real_prometheus(hosts: list[Host], tmp_path: Path)
         if httpd_own is not None:
             wait_until("Prometheus scraping httpd: it asks for /stage-stats?metrics= (params "
                        "cannot send a bare ?metrics), which the handler must take as ?metrics",
-                       lambda: prom.query('up{job="httpd"} == 1'))
+                       lambda: prom.query('up{job="httpd"} == 1'), SCRAPES_S, POLL_S)
         for inst, n in seen.items():
             wait_until(f"a scrape of {inst} with {n:.0f} requests", lambda: [
                 r for r in prom.query(f'stagevar_stage_seconds_count{{instance="{inst}",'
-                                      f'stage="server_total"}} >= {n}')])
+                                      f'stage="server_total"}} >= {n}')], SCRAPES_S, POLL_S)
 
         # A scrape that fails on this busy machine marks its series stale until the
         # next one: profile again (a few times) until it holds every server.
@@ -295,7 +288,7 @@ def test_fleet_profile_from_a_real_prometheus(hosts: list[Host], tmp_path: Path)
             print(proc.stdout)                  # shown when the test fails, or with -s
             got = json.loads(out.read_text())
             return got if set(seen) <= {i["name"] for i in got["instances"]} else None
-        profile = wait_until("a fleet profile with every server", fleet_profile, 20)
+        profile = wait_until("a fleet profile with every server", fleet_profile, 20, POLL_S)
         fleet = {i["name"]: i for i in profile["instances"]}
         # The servers' own Welford statistics of the same window: memcached's from the
         # same scrape as the buckets (every request the window holds, the exporter's
@@ -325,7 +318,7 @@ def test_fleet_profile_from_a_real_prometheus(hosts: list[Host], tmp_path: Path)
         # The dashboard's p99 and spread share panels show every instance with buckets.
         for expr in dashboard_queries()[2:5]:
             wait_until(f"every server in {expr}", lambda: set(own) <= {
-                r["metric"].get("instance") for r in prom.query(expr.replace("1m", "10m"))}, 20)
+                r["metric"].get("instance") for r in prom.query(expr.replace("1m", "10m"))}, 20, POLL_S)
     finally:
         for p in procs:
             stop_process(p)
