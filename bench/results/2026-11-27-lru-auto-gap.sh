@@ -110,7 +110,10 @@ def run(exe, mem, rate, hog, knob):
         rep = json.load(open(out))
     finally:
         if hogp:
-            hogp.kill()
+            # SIGTERM, which timeout passes on to the loop; a SIGKILL would
+            # leave the loop running without its timeout.
+            hogp.terminate()
+            hogp.wait()
         srv.kill()
         srv.wait()
         if os.path.exists(out):
