@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * libFuzzer target: libstagevar's histogram, quantile, moments and merge
  * invariants, against exact answers computed here from the raw values.

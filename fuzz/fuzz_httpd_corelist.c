@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * libFuzzer target: the httpd fork's ProcessCoreList argument, parsed by
  * the directive's own handler, ap_cpu_pinning_set_list(), compiled from the

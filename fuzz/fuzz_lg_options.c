@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * libFuzzer target: the load generator's whole command line, as main()
  * parses it (lg_options_parse): every flag, the CPU list, the specs and

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * libFuzzer target: the load generator's value and spec parsers, and what
  * a run does with a spec they accepted.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * libFuzzer target: the load generator's rate-trace files (--trace), and
  * the send schedule built from an accepted trace.

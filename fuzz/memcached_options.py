@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: BSD-3-Clause
 """Command-line fuzzer for the memcached fork's `-o stage_trace[=V]` and
 `-o stage_trace_kernel=V`: mutated `-o` strings given to the real binary.
 

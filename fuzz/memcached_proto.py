@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: BSD-3-Clause
 """Protocol fuzzer for the memcached fork: mutated raw protocol bytes
 (text, meta and binary, with `stats stages`, `stats reset`, `stats
 settings` and the other stats subcommands well represented) sent to the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Arrival processes: gap shapes, bounded Pareto maths, rate traces and
  * the per-stream schedule. */
 #define _GNU_SOURCE

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* A growable byte buffer with a consumed prefix: appended at the end,
  * consumed from the front, compacted lazily so consuming is O(1). */
 #ifndef LG_BUF_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Client connections: connect, queue, flush under limits, read and match
  * replies to requests in order. */
 #define _GNU_SOURCE

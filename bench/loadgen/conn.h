@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * One client connection: its socket, the bytes not yet written, the
  * bytes received, and its requests in send order.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* A load-generating thread: connect, pace sends to the schedule, collect
  * replies, drain, and account for every measured request. */
 #define _GNU_SOURCE

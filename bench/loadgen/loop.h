@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * A load-generating thread: its schedule, its connections, its event loop
  * and its statistics. Threads share nothing while they run but the start

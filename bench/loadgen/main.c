@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* loadgen: parse, preload, run the threads, report. */
 #define _GNU_SOURCE
 #include <signal.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Streaming quantile estimates (Robbins-Monro): step up by Q/(1-Q) units
  * when a sample exceeds the estimate and down by one otherwise; the
  * estimate settles where a share 1-Q of samples exceed it. */

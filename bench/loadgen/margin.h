@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * How long before a send the loop stops doing other things, learnt from
  * how long those things take:

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Command-line parsing and validation. */
 #define _GNU_SOURCE
 #include "options.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Command line: every knob of a run, parsed and cross-checked up front so
  * a bad value fails before any connection is opened. */
 #ifndef LG_OPTIONS_H

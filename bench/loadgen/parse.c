@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Strict parsing of numbers, times and "kind:k=v,..." specs. */
 #include "parse.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The perfect sender's schedule error from the clock stalls the loop saw
  * (perfect.h): the smallest x with share(x) <= 1 - q, by bisection. */
 #include "perfect.h"

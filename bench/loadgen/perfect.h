@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * What a perfect sender would have seen: one that does nothing but read
  * the clock and sends at no cost, on the same CPU at the same time. Its

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Preload over one blocking connection, pipelined in windows. */
 #define _GNU_SOURCE
 #include "preload.h"

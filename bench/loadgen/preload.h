@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Preload: store every key once before the run, so gets hit from the
  * first request and the server's memory is at its working size. */
 #ifndef LG_PRELOAD_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Requests and the two wire protocols: memcached text (get, multiget,
  * set) and HTTP/1.1 keep-alive GET.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* HTTP/1.1 keep-alive GET: encoding and strict response framing. */
 #define _GNU_SOURCE
 #include <ctype.h>

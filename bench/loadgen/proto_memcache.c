@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* memcached text protocol: get/multiget and set, encoding and replies. */
 #include <stdio.h>
 #include <stdlib.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The ready queue: a ring as long as there are connection slots, since
  * each slot is in it at most once. */
 #include "ready.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Connections the poll found readable and the loop has not read yet, in
  * the order it found them. The event callback only queues a connection;

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Human summary and JSON report. */
 #define _GNU_SOURCE
 #include "report.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The human summary and the JSON report of a finished run. */
 #ifndef LG_REPORT_H
 #define LG_REPORT_H

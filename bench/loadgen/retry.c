@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Which closes allow a resend, and how often one request may go again. */
 #include "retry.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * HTTP keep-alive: a server may end a connection after any complete
  * response (Connection: close, MaxKeepAliveRequests, an idle timeout).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* xoshiro256** (Blackman & Vigna), seeded through splitmix64. */
 #include "rng.h"
 

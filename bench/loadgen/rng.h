@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Seeded pseudo-random numbers for the load generator: xoshiro256**.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Per-thread measurement state and its merge. */
 #include "stats.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * What a run measured: libstagevar recorders for the latency-like
  * distributions, plain counters, a per-second series and per-client

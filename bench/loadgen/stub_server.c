@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * stub-server: the cheapest memcached-text-protocol server we can write,
  * for measuring how fast one loadgen thread can go when the server is not

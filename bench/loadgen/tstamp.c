@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Kernel software timestamps: enabling them, reading them from control
  * messages, and choosing between them and the loop's clock. */
 #define _GNU_SOURCE

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Key names and sizes, value sizes, popularity. */
 #include "workload.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * What to ask for: keys (count, names, sizes), value sizes, the get/set
  * mix, multiget width, key popularity, and HTTP paths.

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """Figures for bench/results/2026-11-25-loadgen-kernel-time.md (issue 20).
 
 Stock memcached -t 1 on CPU 1, loadgen on CPU 0, loopback. For each rate

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-3-Clause
 # loadgen --coalesce on against off, paired runs against stock memcached -t 1
 # (2026-11-26-loadgen-coalesce.md). Run from the build tree, under the
 # bench lock: flock /work/bench.lock sh bench/results/2026-11-26-loadgen-coalesce.sh RATE PAIRS

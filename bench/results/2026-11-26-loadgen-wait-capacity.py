@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """Figures for bench/results/2026-11-26-loadgen-wait-capacity.md (issue 20).
 
 Stock memcached -t 1 -U 0 on CPU 1, loadgen (one thread, default options

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """What loadgen's loop was doing when its sends went late (issue 20).
 
 Builds a traced copy of bench/loadgen in a temporary directory (the

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-3-Clause
 # loadgen against memcached -t 1 with the server vCPU's idle halt-polling
 # off (this VM's setting) and on, runs interleaved
 # (2026-11-27-loadgen-server-idle.md). Root only: it writes haltpoll's

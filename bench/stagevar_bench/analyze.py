@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """From results (runs) to conclusions: per-run percentiles with
 order-statistic CIs, per-cell medians with bootstrap CIs, knob ratios with
 bootstrap and exact rank CIs, what the runs could resolve, the workers'

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """make bench-loadgen: how fast and how precise is one loadgen thread?
 
 One loadgen thread pinned to one CPU (--loadgen-cpu, default 0), a server

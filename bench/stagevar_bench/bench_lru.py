@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """stagevar bench lru (make bench-lru): the memcached fork's LRU maintainer thread versus
 amortized maintenance (-o lru_amortized_budget_us), side by side.
 

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """stagevar bench peers: loadgen side by side with mutilate and wrk2.
 
 mutilate (github.com/leverich/mutilate) and wrk2 (github.com/giltene/wrk2)

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """stagevar: find the stage whose service time varies most, pick the knob,
 and measure what it does, with confidence intervals.
 

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """Experiments: a design (knob levels x loads x arrival processes, N runs
 per cell), run interleaved with the server restarted for every run, and
 the results kept as JSON with everything needed to analyse them again.

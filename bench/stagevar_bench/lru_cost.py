@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """stagevar bench lru --callgrind: the instructions amortized LRU
 maintenance costs, against stock's worker and LRU maintainer thread.
 

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """What a result needs to be re-read later: the machine, the software and
 the processes' CPU time, read from /proc, /sys and the built binaries.
 Every bench module reads CPU time and the load average through here."""

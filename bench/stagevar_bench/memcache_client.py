@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """The memcached client every stagevar tool and test uses: connect (TCP,
 also from inside a network namespace, or a unix socket), send a command,
 read its reply to the end, and parse `stats` replies: the general stats

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """Two network namespaces joined by a veth pair, made for one experiment
 and always removed: the server runs in one, the load generator in the
 other, so their traffic crosses a real (virtual) link instead of loopback.

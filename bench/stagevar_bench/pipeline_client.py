@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """A closed-loop, pipelining memcached client that can saturate one
 memcached worker from one CPU.
 

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """PNG plots for the report (matplotlib, Agg: no display needed)."""
 from __future__ import annotations
 

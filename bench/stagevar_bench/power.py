@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """How many runs a comparison needs, and what it can resolve.
 
 Run-to-run spread on a shared 2-core machine is large (single runs'

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """profile: run the fork with stage tracing under load, rank the stages by
 variance, recommend the knob and predict with M/G/1 what calming the top
 stage would buy."""

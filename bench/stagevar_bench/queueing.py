@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """Queueing models: closed forms (Pollaczek-Khinchine, Erlang C) and FCFS
 simulations driven by arrival times (one shared queue with c servers, or
 c independent queues with a fixed assignment of requests to queues, as

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """Exact rank-based comparison of two small samples of runs.
 
 With five or ten runs per side the bootstrap's coverage is poor, and one

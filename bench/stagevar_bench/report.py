@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """The report: one list of blocks (headings, paragraphs, tables, images,
 preformatted text) rendered both as Markdown and as a stand-alone HTML
 page, with PNG plots next to them."""

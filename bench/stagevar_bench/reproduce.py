@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """reproduce: the reference paper's three use cases on this machine, then
 the report.
 

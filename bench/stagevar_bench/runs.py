@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """How many runs a cell of an experiment may have.
 
 Its own module, free of numpy, so that the command line can name the

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """The saturation rate of a server set-up: the highest open-loop rate it
 sustains, found by doubling from a start rate and then bisecting, with a
 fresh server for every probe (the same runs as an experiment's, shorter).

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """What the scheduler did to a server's worker threads: the mechanism
 behind a latency ratio, and far less noisy than a p99.
 

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """Start and stop the built memcached and httpd servers on loopback.
 
 Used by the integration tests, the demo and (later) the bench runner.

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """make soak: the memcached fork with amortized LRU maintenance
 (-o lru_amortized_budget_us=20) and stock memcached, side by side under
 the same set-heavy load for a bounded time (default 30 minutes, --quick 2).

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """Stage statistics from the fork servers, the ranking by variance, the
 knob the method recommends and the M/G/1 prediction.
 

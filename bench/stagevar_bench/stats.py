@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """Statistics for latency experiments: histograms, order-statistic CIs of
 quantiles, bootstrap CIs across runs, and quantile regression.
 

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """What stage tracing costs memcached, stock vs fork with tracing off,
 with `-o stage_trace` (its default rate: one read in 256 of each worker)
 and tracing every request, side by side in one run: (a) instructions

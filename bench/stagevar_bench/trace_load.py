@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """What stage tracing costs memcached under load: server CPU per request
 and latency at a fixed offered rate (run_load), and saturated throughput,
 one server at a time (run_saturated) or two sharing one CPU at the same

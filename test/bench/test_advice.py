@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """Stage parsing, ranking, the knob rules and the P-K prediction."""
 from __future__ import annotations
 

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """The CLI: bad input is one line naming the value, exit status 2; analyze
 and report work from a results file without re-running anything."""
 from __future__ import annotations

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """End to end against the built servers: profile, compare in network
 namespaces, and a tiny reproduction with its report and plots."""
 from __future__ import annotations

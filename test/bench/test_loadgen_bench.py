@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """make bench-loadgen's search: who gave up, and the highest sustained rate."""
 from __future__ import annotations
 

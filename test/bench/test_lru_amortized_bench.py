@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """make bench-lru's per-cell summary: medians over runs with bootstrap
 CIs, and amortized/thread ratios of the medians."""
 from __future__ import annotations

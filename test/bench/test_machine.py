@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """machine.py's /proc readers, the ones every bench module reads CPU time
 and the load average through: checked against this process itself and
 against the kernel's own interfaces (os.times, thread_time_ns, getloadavg)."""

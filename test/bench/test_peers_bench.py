@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """stagevar bench peers: parsing mutilate's and wrk2's output, the ratio
 tables, finding the peers and the command line. The fixtures in
 fixtures/peers/ are the captured output of real runs (fixtures/peers/README

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """Runs needed and minimum detectable effects (power.py), checked against
 the closed forms and by simulating the rank test they stand for."""
 from __future__ import annotations

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """Queue simulations against Pollaczek-Khinchine and Erlang C."""
 from __future__ import annotations
 

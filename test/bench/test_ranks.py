@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """Exact rank inference (ranks.py) against known answers: the null
 distribution of U, published critical values, the Hodges-Lehmann shift,
 and coverage of its exact CI on simulated runs."""

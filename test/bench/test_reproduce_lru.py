@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """reproduce's LRU runs start memcached with a hash table sized for their
 keys, so that it does not grow (and stall the one server core) inside a
 measured window."""

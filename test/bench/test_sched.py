@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """Scheduler counters of a thread (sched.py), read from this process's
 own threads: a busy thread's time on the CPU grows, a sleeping one's
 voluntary switches do."""

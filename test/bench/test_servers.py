@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """servers.py's stop mechanism: stop() and stop_all() against real child
 processes that take a second to exit after SIGTERM, as memcached does."""
 from __future__ import annotations

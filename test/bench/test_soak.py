@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """make soak's verdicts, its command line, and a short real run of both
 servers side by side."""
 from __future__ import annotations

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """The statistics of stagevar_bench.stats against known answers."""
 from __future__ import annotations
 

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """make bench-trace's saturated-throughput part (trace_cost --only
 saturate): its arguments, and short runs of both schedules against the
 built servers that print one row per side in the documented shape with

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """Fixtures: the built stock and fork servers, started on loopback."""
 from __future__ import annotations
 

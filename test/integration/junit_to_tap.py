@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """Turn pytest's JUnit XML report into TAP on standard output.
 
 pytest-tap's streaming mode disables pytest's assertion messages, so the

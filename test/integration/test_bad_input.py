@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """The bad-input matrix: every option, directive and flag stagevar adds,
 given malformed, out-of-range, conflicting and empty values.
 

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """The built httpd servers, stock and fork, answering curl and urllib."""
 from __future__ import annotations
 

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """ProcessCorePinning / ProcessCoreList in the forked httpd (event MPM).
 
 The real fork runs on loopback; what the kernel reports for every thread of

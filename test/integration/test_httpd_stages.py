@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """StageTrace and the stage-stats handler (mod_stagevar) in the forked httpd.
 
 Real clients (urllib, curl) send a known number of requests to the real

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """`make install prefix=DIR` leaves what a user runs, and each of it runs:
 the forks as drop-ins for the stock servers, loadgen and its manual
 page, and the stagevar command. loadgen's manual page lists every option

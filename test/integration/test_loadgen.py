@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """The load generator against the real built fork servers on loopback.
 
 Each run is short (a couple of seconds): the claims checked are that the

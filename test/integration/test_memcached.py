@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """The built memcached servers, stock and fork, answering real clients."""
 from __future__ import annotations
 

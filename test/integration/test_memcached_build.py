@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """The memcached fork compiled without tracing: the pristine release plus
 patches/memcached, configured with --disable-stage-trace, has none of the
 tracing code and refuses -o stage_trace, while it still serves and its

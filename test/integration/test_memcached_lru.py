@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """The fork's amortized LRU maintenance (-o lru_amortized_budget_us) and
 worker pinning (-o worker_cpus, -o pin_helpers), against the built servers
 on loopback, with real clients and what the kernel reports per thread."""

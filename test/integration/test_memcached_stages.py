@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """The fork's per-stage tracing (-o stage_trace, `stats stages`), driven by
 real clients against the built server on loopback."""
 from __future__ import annotations

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """The suites that drop to nobody (httpd's own pytest suite, through
 test/upstream/nobody_reach.py) from awkward checkouts: under a directory
 only root may enter, as `mktemp -d` and /root are, and under a path with a

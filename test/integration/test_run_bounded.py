@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """test/upstream/run-bounded, which memcached-t runs each of memcached's
 t/ files through: a command that outlives its limit fails with a report of
 its processes, and its whole process group is gone afterwards; one that

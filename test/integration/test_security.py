@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """Security properties of what the forks add.
 
 - httpd's stage-stats handler exists only where a configuration asks for

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """The build tools on their own: fetch-upstream's source order and
 checksum rule, apply-series over topics, and the patch-queue round trip. Each test
 builds a tiny fake release in a temp dir, so nothing touches the network."""

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """Restart and stop an (ASAN-built) httpd over and over while clients keep
 its workers busy, to reproduce a crash at child shutdown.
 

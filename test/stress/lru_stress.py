@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """Bounded stress of a memcached fork with amortized LRU maintenance: many
 connections setting under memory pressure, value sizes that shift half way
 so slab automove has pages to move, short TTLs for the crawler, a small

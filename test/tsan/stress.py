@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: BSD-3-Clause
 """Bounded multi-connection stress of the memcached fork with tracing on,
 for a ThreadSanitizer build (tools/check-tsan).
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Emitters: each format parses back to the recorded numbers. */
 #define _POSIX_C_SOURCE 200809L
 #include <math.h>

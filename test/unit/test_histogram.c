@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Log-linear histogram: layout, bounds and quantile accuracy. */
 #include <math.h>
 #include <stdlib.h>

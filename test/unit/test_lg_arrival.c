@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* loadgen arrival processes: sample moments against theory over 1e6
  * draws, bounded Pareto bounds, C^2 targeting, spec errors. */
 #include <math.h>

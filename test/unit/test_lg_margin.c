@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* --spin-us auto: the margin follows the timer's high lateness quantile,
  * within its bounds; the read guard follows a read's p99 duration, and
  * the send estimate (--coalesce) a send's median. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* loadgen command line: every bad value or combination is refused with a
  * message naming it; good lines set what they say. */
 #include <string.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The perfect sender's schedule error from the clock stalls the loop saw
  * while spinning: the same estimate as bench-loadgen's machine floor. */
 #include <criterion/criterion.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* loadgen wire protocols: encoding and strict reply framing. */
 #include <string.h>
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The ready queue: connections found readable, read in the order found,
  * each queued once, with the time the oldest has waited since. */
 #include <criterion/criterion.h>

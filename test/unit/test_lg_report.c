@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* loadgen report: per-client percentiles against the merged ones, and
  * the flag that says averaging them would mislead. */
 #include <string.h>

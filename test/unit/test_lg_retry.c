@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* loadgen keep-alive retries: which closes let unanswered requests go
  * again, and that each goes again at most once. */
 #include <errno.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* loadgen schedules: constant rates, trace steps, shapes, phases. */
 #include <math.h>
 #include <stdio.h>

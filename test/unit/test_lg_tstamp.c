@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* loadgen reply times: the kernel's stamp when there is a plausible one,
  * the loop's read otherwise; and reading stamps out of control messages. */
 #include <errno.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* loadgen workload: popularity shapes, size distributions, key names. */
 #include <math.h>
 #include <stdio.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Welford moments against a two-pass reference, and Chan merge. */
 #include <math.h>
 #include <stdlib.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Recorders: the hot path, error counters, merge across threads. */
 #include <math.h>
 #include <pthread.h>

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 # MemcachedExtraArgs: run memcached's own t/ suite with extra server
 # options, without patching its harness. Loaded before any test file
 # (memcached-t runs each as `perl -I<this directory> -MMemcachedExtraArgs

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """pytest plugin for httpd's own suite: add the fork's directives to every
 server configuration the suite generates.
 

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: BSD-3-Clause
 """nobody_reach: run a command as the user nobody, from root, where it can
 reach the paths it needs wherever the checkout lives.
 
