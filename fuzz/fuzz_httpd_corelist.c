@@ -2,7 +2,8 @@
 /*
  * libFuzzer target: the httpd fork's ProcessCoreList argument, parsed by
  * the directive's own handler, ap_cpu_pinning_set_list(), compiled from the
- * patched tree (build/src/httpd-fork/server/mpm/event/cpu_pinning.c).
+ * patched tree (build/src/httpd-fork/server/mpm_cpu_pinning.c, which the
+ * MPMs share).
  *
  * The file is included whole, so the harness sees the parsed bitmap; the
  * few httpd core functions it calls are replaced by the stubs below
@@ -14,7 +15,7 @@
  * agree with httpd's on every input: accepted or not, and the same set;
  * a refusal must be one line that quotes the argument.
  */
-#include "cpu_pinning.c"
+#include "mpm_cpu_pinning.c"
 
 #include <stdint.h>
 #include <stdio.h>
@@ -22,7 +23,7 @@
 
 /* ---- stubs for the httpd core ----------------------------------------- */
 
-module AP_MODULE_DECLARE_DATA mpm_event_module;
+module AP_MODULE_DECLARE_DATA core_module;     /* it logs as the core */
 AP_DECLARE_DATA server_rec *ap_server_conf;
 
 AP_DECLARE(const char *) ap_check_cmd_context(cmd_parms *cmd, unsigned forbidden)

@@ -21,13 +21,17 @@ Test(clz, portable_fallback_matches_the_builtin_for_every_bit_and_its_neighbours
 
 Test(clz, portable_fallback_matches_the_builtin_on_pseudorandom_values)
 {
-    uint64_t x = 88172645463325252u;
+    uint64_t x = 88172645463325252u, v;
     unsigned i;
 
     for (i = 0; i < 100000; i++) {
         x ^= x << 13;
         x ^= x >> 7;
         x ^= x << 17;
-        cr_assert_eq(sv_update_clz64(x >> (i % 64)), (unsigned)__builtin_clzll(x >> (i % 64)));
+        v = x >> (i % 64);
+        if (v == 0) {
+            continue;   /* clz of 0 is undefined, and libstagevar never asks */
+        }
+        cr_assert_eq(sv_update_clz64(v), (unsigned)__builtin_clzll(v));
     }
 }
