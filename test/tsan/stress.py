@@ -8,7 +8,8 @@ Four worker threads (-t 4), 8 MB of memory so sets keep evicting, and for
 - 8 connections doing sets (random sizes, some with TTLs), 2 in binary,
   6 in text protocol with gets, some pipelined;
 - one connection polling `stats` and `stats settings`;
-- one polling `stats stages` (the cross-thread reader of the recorders);
+- one polling `stats stages` and `stats stages hist` (the cross-thread
+  readers of the recorders);
 - one sending `stats reset` every 50 ms (the generation bump each worker
   acts on).
 Then the server must still answer and `stats stages` be well formed.
@@ -113,7 +114,7 @@ def main() -> int:
     threads = [threading.Thread(target=setter, args=(port, stop, i, errors)) for i in range(8)]
     threads += [
         threading.Thread(target=poller, args=(port, stop, [b"stats\r\n", b"stats settings\r\n"], 0.01, errors)),
-        threading.Thread(target=poller, args=(port, stop, [b"stats stages\r\n"], 0.005, errors)),
+        threading.Thread(target=poller, args=(port, stop, [b"stats stages\r\n", b"stats stages hist\r\n"], 0.005, errors)),
         threading.Thread(target=poller, args=(port, stop, [b"stats reset\r\n"], 0.05, errors)),
     ]
     for t in threads:
