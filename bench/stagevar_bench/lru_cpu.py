@@ -21,14 +21,10 @@ timers fire far more often per request than natively. This is the cost.
 from __future__ import annotations
 
 import argparse
-import json
-import os
 import statistics
-import subprocess
-import tempfile
-from dataclasses import dataclass
 
-from stagevar_bench import machine, ranks
+from stagevar_bench import lru_cost, machine, ranks
+from stagevar_bench.lru_cost import Side
 from stagevar_bench.reproduce import hashpower_for
 from stagevar_bench.servers import MemcachedServer, build_binary
 
@@ -38,29 +34,15 @@ MEMORY = {"no evictions": "1024", "evicting": "8"}
 WARMUP_S = 0.5
 
 
-@dataclass(frozen=True)
-class Side:
-    name: str
-    variant: str
-    options: tuple[str, ...]
-
-
 def sides(budget: int) -> list[Side]:
-    return [Side("stock", "stock", ()),
-            Side("fork auto", "fork", ("-o", "lru_amortized_budget_us=auto")),
-            Side(f"fork {budget} us", "fork", ("-o", f"lru_amortized_budget_us={budget}"))]
+    return lru_cost.sides(["auto", str(budget)], "stock",
+                          lambda b: "fork auto" if b == "auto" else f"fork {b} us")
 
 
 def loadgen(args: argparse.Namespace, port: int, extra: list[str]) -> dict:
-    with tempfile.TemporaryDirectory(prefix="stagevar-lru-cpu-") as tmp:
-        out = os.path.join(tmp, "report.json")
-        cmd = [str(machine.loadgen_path()), "-p", str(port), "--cpus", str(args.loadgen_cpu), "-c", "1",
-               "--keys", str(KEYS), "--key-size", "20", "--value-size", str(VALUE_BYTES),
-               "--get-ratio", "0.1", "--quiet", "--json", out, *extra]
-        subprocess.run(["taskset", "-c", str(args.loadgen_cpu), *cmd], check=True, timeout=600,
-                       capture_output=True)
-        with open(out) as f:
-            return json.load(f)
+    return machine.run_loadgen(args.loadgen_cpu, ["-p", str(port), "-c", "1", "--keys", str(KEYS),
+                                                  "--key-size", "20", "--value-size", str(VALUE_BYTES),
+                                                  "--get-ratio", "0.1", *extra])
 
 
 def one_run(args: argparse.Namespace, side: Side, memory: str, rate: float, seed: int) -> float:
