@@ -45,18 +45,15 @@ from elsewhere.
 from __future__ import annotations
 
 import argparse
-import json
 import shutil
 import socket
 import statistics
-import subprocess
 import sys
-import tempfile
 from typing import Any
 
 from stagevar_bench import lru_cost, lru_cpu
 from stagevar_bench import memcache_client as mc
-from stagevar_bench.machine import loadavg_text, loadgen_path
+from stagevar_bench.machine import loadavg_text, loadgen_path, run_loadgen
 from stagevar_bench.servers import LOOPBACK, TRACE_EVERY_REQUEST, MemcachedServer, build_binary
 from stagevar_bench.stats import bootstrap_ci, bootstrap_ratio_ci
 
@@ -80,16 +77,10 @@ def reset(port: int) -> None:
 
 
 def loadgen(args: argparse.Namespace, port: int, rate: float, arrival: str, preload: bool = False) -> dict[str, Any]:
-    with tempfile.NamedTemporaryFile(suffix=".json") as out:
-        cmd = ["taskset", "-c", str(args.loadgen_cpu), str(LOADGEN), "-p", str(port),
-               "--cpus", str(args.loadgen_cpu), "-r", f"{rate:.0f}", "-a", arrival,
-               "-d", f"{args.duration}s", "-w", "0.5s", "-c", "8", "--keys", str(args.keys),
-               "--key-size", "20", "--value-size", "50", "--get-ratio", "0.9",
-               "--quiet", "--json", out.name]
-        if preload:
-            cmd.append("--preload")
-        subprocess.run(cmd, check=True, timeout=600)
-        return json.load(open(out.name))
+    return run_loadgen(args.loadgen_cpu, ["-p", str(port), "-r", f"{rate:.0f}", "-a", arrival,
+                                          "-d", f"{args.duration}s", "-w", "0.5s", "-c", "8",
+                                          "--keys", str(args.keys), "--key-size", "20", "--value-size", "50",
+                                          "--get-ratio", "0.9", *(["--preload"] if preload else [])])
 
 
 def sustained(r: dict[str, Any]) -> bool:

@@ -24,6 +24,7 @@ import sys
 from pathlib import Path
 from typing import Any, Callable, NoReturn, Sequence, TypeVar
 
+from stagevar_bench import hog
 from stagevar_bench.runs import MAX_RUNS, MIN_RUNS, OUT_OF_RANGE, runs_ok
 
 PROG = "stagevar"
@@ -109,7 +110,7 @@ def conf_level(text: str) -> float:
 
 
 def hog_duty(text: str) -> float:
-    return number_in_range(text, float, lambda d: 0 <= d <= 100, "bad hog duty {text!r}",
+    return number_in_range(text, float, lambda d: hog.duty_error(d) is None, "bad hog duty {text!r}",
                            "hog duty must be a percentage from 0 to 100, not {text!r}")
 
 

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterator
 
 from stagevar_bench import machine
-from stagevar_bench.hog import CpuHog, duty_ok
+from stagevar_bench.hog import CpuHog, duty_error
 from stagevar_bench.netns import NetnsPair
 from stagevar_bench.runs import OUT_OF_RANGE, runs_ok
 from stagevar_bench.sched import ThreadSched, threads_sched
@@ -111,8 +111,9 @@ class Design:
                     raise ExperimentError(str(e)) from None
         if not machine.loadgen_path().exists():
             raise ExperimentError(f"{machine.loadgen_path()} is not built (run make)")
-        if not duty_ok(self.hog):
-            raise ExperimentError(f"hog duty must be a percentage from 0 to 100, not {self.hog:g}")
+        hog_error = duty_error(self.hog)
+        if hog_error:
+            raise ExperimentError(hog_error)
         if self.hog and not all(l.server_cpus or self.server_cpus for l in self.levels):
             raise ExperimentError("a CPU hog shares the server's cores: pin the server (--server-cpus)")
 

@@ -34,8 +34,11 @@ while now < end:
 """
 
 
-def duty_ok(duty: float) -> bool:
-    return 0 <= duty <= 100
+def duty_error(duty: float) -> str | None:
+    """Why `duty` is not a hog's duty cycle, or None if it is one."""
+    if 0 <= duty <= 100:
+        return None
+    return f"hog duty must be a percentage from 0 to 100, not {duty:g}"
 
 
 class CpuHog:
@@ -44,8 +47,9 @@ class CpuHog:
     they took, read when they stop. Duty 0 starts nothing."""
 
     def __init__(self, cpus: str, duty: float, limit_s: float) -> None:
-        if not duty_ok(duty):
-            raise ValueError(f"hog duty must be a percentage from 0 to 100, not {duty:g}")
+        error = duty_error(duty)
+        if error:
+            raise ValueError(error)
         self.cpus = machine.parse_cpu_list(cpus)
         self.duty = duty
         self.limit_s = limit_s

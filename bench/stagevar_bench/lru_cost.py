@@ -23,6 +23,7 @@ import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Callable
 
 from stagevar_bench.memcache_client import read_until
 from stagevar_bench.servers import LOOPBACK, MemcachedServer, build_binary
@@ -40,17 +41,18 @@ THREADS = ("worker_libevent", "lru_maintainer_thread")
 
 
 @dataclass(frozen=True)
-class CostSide:
+class Side:
+    """A server the LRU cost benches measure (here and lru_cpu.py)."""
     name: str
     variant: str            # stock or fork
     options: tuple[str, ...]
 
 
-def cost_sides(budgets: list[str]) -> list[CostSide]:
+def sides(budgets: list[str], stock_name: str = "stock (worker + mc-lrumaint)",
+          fork_name: Callable[[str], str] = lambda b: f"fork, lru_amortized_budget_us={b}") -> list[Side]:
     """Stock, then the fork with each budget (a number of us, or auto)."""
-    return [CostSide("stock (worker + mc-lrumaint)", "stock", ())] + [
-        CostSide(f"fork, lru_amortized_budget_us={b}", "fork", ("-o", f"lru_amortized_budget_us={b}"))
-        for b in budgets]
+    return [Side(stock_name, "stock", ())] + [
+        Side(fork_name(b), "fork", ("-o", f"lru_amortized_budget_us={b}")) for b in budgets]
 
 
 def request_script(port: int, pause_s: float, every: int) -> None:
@@ -66,7 +68,7 @@ def request_script(port: int, pause_s: float, every: int) -> None:
                     time.sleep(pause_s)
 
 
-def instructions(side: CostSide, pause_s: float, every: int) -> int:
+def instructions(side: Side, pause_s: float, every: int) -> int:
     with tempfile.TemporaryDirectory(prefix="stagevar-lru-cost-") as tmp:
         out = Path(tmp) / "callgrind.out"
         valgrind = ["valgrind", "--tool=callgrind", f"--callgrind-out-file={out}",
@@ -95,11 +97,11 @@ def cost_lines(counts: dict[str, list[int]]) -> list[str]:
 
 def run(budgets: list[str], repeat: int) -> None:
     """A diagnostic, not the cost (lru_cpu.py measures that natively)."""
-    sides = cost_sides(budgets)
+    servers = sides(budgets)
     for spacing, (pause_s, every) in SPACINGS.items():
-        counts: dict[str, list[int]] = {side.name: [] for side in sides}
+        counts: dict[str, list[int]] = {side.name: [] for side in servers}
         for _ in range(repeat):
-            for side in sides:
+            for side in servers:
                 counts[side.name].append(instructions(side, pause_s, every))
         print(f"bench-lru --callgrind: instructions of the worker and the LRU maintainer thread, "
               f"{KEYS} keys set then got {ROUNDS} times one at a time, {spacing}, -t 1; "

@@ -12,7 +12,10 @@ workload: KEYS keys of VALUE_BYTES bytes, 90% sets; a cache that holds
 every key (no evictions) and one of 8 MB (evicting). The sides alternate
 within each repetition, their order rotating, so a drift of the machine
 hits all alike. Printed per condition and rate: each side's median, and
-its ratio to stock (Hodges-Lehmann) with the exact 95% CI.
+its ratio to stock (Hodges-Lehmann) with the exact 95% CI, and the
+geometric mean of each repetition's ratio with its t-based 95% CI (the
+sides of a repetition run back to back, so pairing them cancels most of
+the drift between repetitions).
 
 callgrind (--callgrind) counts instructions instead: repeatable, but
 valgrind slows the clock that time-driven code reads, so slices and
@@ -21,16 +24,13 @@ timers fire far more often per request than natively. This is the cost.
 from __future__ import annotations
 
 import argparse
-import json
-import os
 import statistics
-import subprocess
-import tempfile
-from dataclasses import dataclass
 
-from stagevar_bench import machine, ranks
+from stagevar_bench import lru_cost, machine, ranks
+from stagevar_bench.lru_cost import Side
 from stagevar_bench.reproduce import hashpower_for
 from stagevar_bench.servers import MemcachedServer, build_binary
+from stagevar_bench.stats import paired_ratio_ci
 
 KEYS = 200000
 VALUE_BYTES = 500
@@ -38,29 +38,15 @@ MEMORY = {"no evictions": "1024", "evicting": "8"}
 WARMUP_S = 0.5
 
 
-@dataclass(frozen=True)
-class Side:
-    name: str
-    variant: str
-    options: tuple[str, ...]
-
-
 def sides(budget: int) -> list[Side]:
-    return [Side("stock", "stock", ()),
-            Side("fork auto", "fork", ("-o", "lru_amortized_budget_us=auto")),
-            Side(f"fork {budget} us", "fork", ("-o", f"lru_amortized_budget_us={budget}"))]
+    return lru_cost.sides(["auto", str(budget)], "stock",
+                          lambda b: "fork auto" if b == "auto" else f"fork {b} us")
 
 
 def loadgen(args: argparse.Namespace, port: int, extra: list[str]) -> dict:
-    with tempfile.TemporaryDirectory(prefix="stagevar-lru-cpu-") as tmp:
-        out = os.path.join(tmp, "report.json")
-        cmd = [str(machine.loadgen_path()), "-p", str(port), "--cpus", str(args.loadgen_cpu), "-c", "1",
-               "--keys", str(KEYS), "--key-size", "20", "--value-size", str(VALUE_BYTES),
-               "--get-ratio", "0.1", "--quiet", "--json", out, *extra]
-        subprocess.run(["taskset", "-c", str(args.loadgen_cpu), *cmd], check=True, timeout=600,
-                       capture_output=True)
-        with open(out) as f:
-            return json.load(f)
+    return machine.run_loadgen(args.loadgen_cpu, ["-p", str(port), "-c", "1", "--keys", str(KEYS),
+                                                  "--key-size", "20", "--value-size", str(VALUE_BYTES),
+                                                  "--get-ratio", "0.1", *extra])
 
 
 def one_run(args: argparse.Namespace, side: Side, memory: str, rate: float, seed: int) -> float:
@@ -102,7 +88,7 @@ def measure(args: argparse.Namespace) -> dict[tuple[str, float, str], list[float
 def table(values: dict[tuple[str, float, str], list[float]], budget: int, rates: list[float]) -> list[str]:
     names = [s.name for s in sides(budget)]
     lines = ["server CPU per request, us: median over runs; ratio to stock (Hodges-Lehmann) "
-             "[exact 95% CI]"]
+             "[exact 95% CI]; paired: geometric mean of each repetition's ratio [t 95% CI]"]
     for condition in MEMORY:
         for rate in rates:
             base = values[(condition, rate, "stock")]
@@ -110,8 +96,9 @@ def table(values: dict[tuple[str, float, str], list[float]], budget: int, rates:
             for name in names[1:]:
                 mine = values[(condition, rate, name)]
                 r = ranks.compare(base, mine)
+                p = paired_ratio_ci(mine, base)
                 parts.append(f"{name} {statistics.median(mine) / 1e3:.2f} x{r.ratio:.3f} "
-                             f"[{r.ci[0]:.3f}, {r.ci[1]:.3f}]")
+                             f"[{r.ci[0]:.3f}, {r.ci[1]:.3f}], paired x{p.value:.3f} [{p.low:.3f}, {p.high:.3f}]")
             lines.append(f"  {condition:<13}{rate:>8g} req/s ({len(base)} runs):  " + ";  ".join(parts))
     return lines
 

@@ -4,9 +4,11 @@ the processes' CPU time, read from /proc, /sys and the built binaries.
 Every bench module reads CPU time and the load average through here."""
 from __future__ import annotations
 
+import json
 import os
 import platform
 import subprocess
+import tempfile
 import time
 from pathlib import Path
 from typing import Any
@@ -97,6 +99,16 @@ def first_line(cmd: list[str]) -> str:
 def loadgen_path() -> Path:
     env = os.environ.get("STAGEVAR_LOADGEN")
     return Path(env) if env else REPO / "bench" / "loadgen" / "loadgen"
+
+
+def run_loadgen(cpu: int, args: list[str], timeout_s: float = 600) -> dict[str, Any]:
+    """loadgen's JSON report of one run with `args`, pinned to `cpu`."""
+    with tempfile.TemporaryDirectory(prefix="stagevar-loadgen-") as tmp:
+        report = os.path.join(tmp, "report.json")
+        subprocess.run(["taskset", "-c", str(cpu), str(loadgen_path()), "--cpus", str(cpu), *args,
+                        "--quiet", "--json", report], check=True, timeout=timeout_s)
+        with open(report) as f:
+            return json.load(f)
 
 
 def versions() -> dict[str, str]:

@@ -242,6 +242,22 @@ def bootstrap_ratio_ci(numerator: Sequence[float] | np.ndarray,
     return Estimate(float(np.median(a) / np.median(b)), float(lo), float(hi), int(min(a.size, b.size)))
 
 
+def paired_ratio_ci(numerator: Sequence[float], denominator: Sequence[float],
+                    conf: float = DEFAULT_CONF) -> Estimate:
+    """Geometric mean of the per-pair ratios numerator[i] / denominator[i]
+    with a t-based CI on their logs: for runs made in pairs, back to back,
+    so that a drift of the machine between pairs cancels."""
+    if len(numerator) != len(denominator):
+        raise ValueError(f"{len(numerator)} numerators for {len(denominator)} denominators")
+    logs = np.log(np.asarray(numerator, dtype=float) / np.asarray(denominator, dtype=float))
+    n = int(logs.size)
+    if n < 2:
+        return Estimate(math.exp(logs[0]) if n else math.nan, math.nan, math.nan, n)
+    mean = float(np.mean(logs))
+    half = float(sps.t.ppf(0.5 + conf / 2, n - 1)) * float(np.std(logs, ddof=1)) / math.sqrt(n)
+    return Estimate(math.exp(mean), math.exp(mean - half), math.exp(mean + half), n)
+
+
 # ------------------------------------------------------- quantile regression
 
 @dataclass(frozen=True)

@@ -7,7 +7,7 @@ import re
 
 import pytest
 
-from stagevar_bench import bench_lru, lru_cost
+from stagevar_bench import bench_lru, lru_cost, lru_cpu
 
 QUANTITIES = (*bench_lru.QUANTILES, "k2r_var")
 NUMBER = r"(-?[\d.]+|nan|inf)"
@@ -71,7 +71,7 @@ def test_cost_lines_give_each_side_its_median_range_and_ratio_to_stock() -> None
 
 
 def test_cost_sides_are_stock_then_one_fork_side_per_budget() -> None:
-    sides = lru_cost.cost_sides(["20", "auto"])
+    sides = lru_cost.sides(["20", "auto"])
     assert [(s.variant, s.options) for s in sides] == [
         ("stock", ()),
         ("fork", ("-o", "lru_amortized_budget_us=20")),
@@ -84,3 +84,12 @@ def test_runs_must_be_positive(capsys: pytest.CaptureFixture[str]) -> None:
         bench_lru.main(["--callgrind", "--runs", "0"])
     assert exit_.value.code == 2
     assert "'0'" in capsys.readouterr().err.splitlines()[-1]
+
+
+def test_cpu_cost_sides_are_stock_auto_and_the_budget_with_short_labels() -> None:
+    sides = lru_cpu.sides(20)
+    assert [(s.name, s.variant, s.options) for s in sides] == [
+        ("stock", "stock", ()),
+        ("fork auto", "fork", ("-o", "lru_amortized_budget_us=auto")),
+        ("fork 20 us", "fork", ("-o", "lru_amortized_budget_us=20")),
+    ]

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 from scipy import stats as sps
 
-from stagevar_bench.stats import (Histogram, bootstrap_ci, bootstrap_ratio_ci,
+from stagevar_bench.stats import (Histogram, bootstrap_ci, bootstrap_ratio_ci, paired_ratio_ci,
                                   quantile_ci_ranks, quantile_regression, sample_quantile_ci)
 
 
@@ -140,3 +140,25 @@ def test_quantile_regression_drops_constant_factors() -> None:
     rows = {"lat": [1.0, 2.0, 3.0, 4.0], "knob": ["a", "a", "b", "b"], "load": ["x"] * 4}
     (res,) = quantile_regression(rows, "lat", ["knob", "load"], quantiles=[0.5])
     assert [t.name for t in res.terms] == ["Intercept", "knob[b]"]
+
+
+def test_paired_ratio_ci_cancels_a_drift_common_to_both_sides_of_a_pair() -> None:
+    base = [10.0, 25.0, 4.0, 70.0]          # the machine drifts between pairs
+    est = paired_ratio_ci([1.02 * b for b in base], base)
+    assert est.n == 4
+    assert est.value == pytest.approx(1.02)
+    assert est.low == pytest.approx(1.02) and est.high == pytest.approx(1.02)
+
+
+def test_paired_ratio_ci_is_a_t_interval_on_the_log_ratios() -> None:
+    ratios = [math.exp(0.1), math.exp(-0.1)] * 2
+    est = paired_ratio_ci(ratios, [1.0] * 4)
+    half = 3.182446 * 0.1154701 / 2           # t(0.975, 3) x sd / sqrt(4)
+    assert est.value == pytest.approx(1.0)
+    assert est.low == pytest.approx(math.exp(-half), rel=1e-5)
+    assert est.high == pytest.approx(math.exp(half), rel=1e-5)
+
+
+def test_paired_ratio_ci_refuses_unpaired_lists() -> None:
+    with pytest.raises(ValueError, match="3 numerators for 2 denominators"):
+        paired_ratio_ci([1.0, 2.0, 3.0], [1.0, 2.0])
