@@ -142,6 +142,10 @@ def add_target_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--hog", type=hog_duty, default=0.0, metavar="PERCENT",
                    help="the shared-CPU condition: on each --server-cpus CPU a process busy PERCENT "
                         "of every 10 ms (100: a busy loop) during each run (default 0: none)")
+    p.add_argument("--hog-group", choices=hog.GROUPS, default="server",
+                   help="where --hog sits for the scheduler: server (the server's session, a peer of "
+                        "each server thread) or own (a session of its own: a task group apart, as a "
+                        "neighbouring service's cgroup is) (default server)")
 
 
 def build_parser() -> Parser:
@@ -272,7 +276,8 @@ def cmd_profile(args: argparse.Namespace) -> int:
                     duration_s=args.duration, warmup_s=args.warmup, server_cpus=args.server_cpus,
                     client_cpus=args.client_cpus, netns=args.netns, seed=args.seed,
                     load_unit="conn/s" if args.conn_rate else "req/s",
-                    requests_per_conn=args.requests_per_conn, hog=args.hog)
+                    requests_per_conn=args.requests_per_conn, hog=args.hog,
+                    hog_group=args.hog_group)
     try:
         result = prof.profile(design, level, rates, args.arrival, args.seed)
     except (ExperimentError, ValueError) as e:
@@ -299,7 +304,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
                     netns=args.netns, stage_trace=args.stage_trace, seed=args.seed,
                     load_unit="conn/s" if args.conn_rate else "req/s",
                     requests_per_conn=args.requests_per_conn, ideal_servers=args.ideal_servers,
-                    ideal_shared=args.ideal_shared, hog=args.hog)
+                    ideal_shared=args.ideal_shared, hog=args.hog, hog_group=args.hog_group)
     try:
         design.validate()
     except ExperimentError as e:

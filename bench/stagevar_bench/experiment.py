@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterator
 
 from stagevar_bench import machine
-from stagevar_bench.hog import CpuHog, duty_error
+from stagevar_bench.hog import CpuHog, duty_error, group_error
 from stagevar_bench.netns import NetnsPair
 from stagevar_bench.runs import OUT_OF_RANGE, runs_ok
 from stagevar_bench.sched import ThreadSched, threads_sched
@@ -78,6 +78,7 @@ class Design:
                                                   # knob on (0 = off), compared at each swept value
     hog: float = 0.0                              # the shared-CPU condition: a CPU hog busy this
                                                   # percent of the time on each server CPU (hog.py)
+    hog_group: str = "server"                     # the hog's scheduling group: server or own
     description: str = ""
 
     def validate(self) -> None:
@@ -111,7 +112,7 @@ class Design:
                     raise ExperimentError(str(e)) from None
         if not machine.loadgen_path().exists():
             raise ExperimentError(f"{machine.loadgen_path()} is not built (run make)")
-        hog_error = duty_error(self.hog)
+        hog_error = duty_error(self.hog) or group_error(self.hog_group)
         if hog_error:
             raise ExperimentError(hog_error)
         if self.hog and not all(l.server_cpus or self.server_cpus for l in self.levels):
@@ -242,7 +243,7 @@ def run_one(design: Design, level: Level, load: float, arrival: str, rep: int, s
                 record["loadgen_cmd"] = cmd
                 pid = server.proc.pid
                 limit = design.warmup_s + design.duration_s + 60
-                with CpuHog(cpus or "0", design.hog, limit) as hog:
+                with CpuHog(cpus or "0", design.hog, limit, design.hog_group) as hog:
                     cpu0, busy0, t0 = machine.tree_cpu_s(pid), cores_busy_s(cpus), time.monotonic()
                     thr0 = machine.thread_cpu_s(pid) if design.server == "memcached" else {}
                     sched0 = worker_sched(design, pid)

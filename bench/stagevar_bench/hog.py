@@ -8,6 +8,15 @@ server's set, pinned there, busy for `duty` percent of every 10 ms period
 and asleep for the rest (at 100 it never sleeps: a plain busy loop, the
 worst neighbour CFS knows). Each process stops by itself after its time
 limit, and `CpuHog` kills it when the run ends, whichever comes first.
+
+Where the hog sits for the scheduler (`group`): "server" starts it in the
+bench's session, beside the server, so CFS weighs it against each server
+thread as a peer; "own" starts it in a session of its own, which autogroup
+(kernel.sched_autogroup_enabled) makes a task group apart from the
+server's, as systemd's cgroups place a neighbouring service: CFS first
+shares the CPU between the groups, then within each. The amortized LRU
+knob loses more to a neighbour in its own group (bench/results/
+2026-11-27-lru-hog-groups.md).
 """
 from __future__ import annotations
 
@@ -18,6 +27,7 @@ from types import TracebackType
 from stagevar_bench import machine
 
 PERIOD_S = 0.010
+GROUPS = ("server", "own")
 
 # Busy for duty * PERIOD_S, asleep for the rest, until the deadline.
 LOOP = """
@@ -41,18 +51,27 @@ def duty_error(duty: float) -> str | None:
     return f"hog duty must be a percentage from 0 to 100, not {duty:g}"
 
 
-class CpuHog:
-    """`with CpuHog(cpus, duty, limit_s) as hog:` one hog per CPU of `cpus`
-    (a taskset list) while the block runs; `hog.cpu_s` is the CPU time
-    they took, read when they stop. Duty 0 starts nothing."""
+def group_error(group: str) -> str | None:
+    """Why `group` is not where a hog can sit, or None if it is."""
+    if group in GROUPS:
+        return None
+    return f"hog group must be {' or '.join(GROUPS)}, not {group!r}"
 
-    def __init__(self, cpus: str, duty: float, limit_s: float) -> None:
-        error = duty_error(duty)
+
+class CpuHog:
+    """`with CpuHog(cpus, duty, limit_s, group) as hog:` one hog per CPU of
+    `cpus` (a taskset list) while the block runs, in the scheduling
+    `group` (see above); `hog.cpu_s` is the CPU time they took, read when
+    they stop. Duty 0 starts nothing."""
+
+    def __init__(self, cpus: str, duty: float, limit_s: float, group: str = "server") -> None:
+        error = duty_error(duty) or group_error(group)
         if error:
             raise ValueError(error)
         self.cpus = machine.parse_cpu_list(cpus)
         self.duty = duty
         self.limit_s = limit_s
+        self.group = group
         self.procs: list[subprocess.Popen[bytes]] = []
         self.cpu_s = 0.0
 
@@ -61,7 +80,7 @@ class CpuHog:
             for cpu in self.cpus:
                 self.procs.append(subprocess.Popen(
                     ["taskset", "-c", str(cpu), sys.executable, "-c", LOOP, f"{self.duty:g}",
-                     f"{PERIOD_S:g}", f"{self.limit_s:g}"]))
+                     f"{PERIOD_S:g}", f"{self.limit_s:g}"], start_new_session=self.group == "own"))
         return self
 
     def __exit__(self, typ: type[BaseException] | None, value: BaseException | None,
@@ -74,4 +93,4 @@ class CpuHog:
 
     def describe(self) -> dict[str, float | str]:
         return {"duty": self.duty, "cpus": ",".join(map(str, self.cpus)), "period_s": PERIOD_S,
-                "cpu_s": self.cpu_s}
+                "group": self.group, "cpu_s": self.cpu_s}

@@ -41,6 +41,7 @@ def stagevar(*args: str, timeout: float = 120) -> subprocess.CompletedProcess[st
     (["reproduce", "--only", "teleport", "--out", "x"], "'teleport'"),
     (["compare", "--level", "a=stock", "--loads", "1000", "--hog", "150", "--out", "x"], "'150'"),
     (["profile", "--hog", "lots"], "'lots'"),
+    (["compare", "--level", "a=stock", "--loads", "1000", "--hog-group", "sideways", "--out", "x"], "'sideways'"),
     (["compare", "--level", "a=stock", "--loads", "1000", "--hog", "50", "--out", "x"], "--server-cpus"),
 ])
 def test_bad_input_is_one_line_naming_the_value(args: list[str], named: str) -> None:

@@ -1,6 +1,7 @@
 # SPDX-License-Identifier: BSD-3-Clause
 """The shared-CPU condition's hog: pinned where it is asked, busy no more
-than its duty, gone when its block ends or its time runs out."""
+than its duty, in the scheduling group asked for, gone when its block
+ends or its time runs out."""
 from __future__ import annotations
 
 import os
@@ -43,8 +44,32 @@ def test_a_hog_stops_by_itself_at_its_limit() -> None:
         assert proc.returncode == 0
 
 
-def test_duty_zero_starts_nothing_and_a_bad_duty_is_named() -> None:
+def autogroup(pid: int) -> str | None:
+    """The autogroup /proc names for `pid` ("/autogroup-N nice M"), None
+    where the kernel has no autogroup."""
+    try:
+        return Path(f"/proc/{pid}/autogroup").read_text().split()[0]
+    except OSError:
+        return None
+
+
+@pytest.mark.parametrize("group", ["server", "own"])
+def test_a_hog_sits_in_the_scheduling_group_asked_for(group: str) -> None:
+    with CpuHog(first_cpu(), 25, limit_s=30, group=group) as hog:
+        [proc] = hog.procs
+        time.sleep(0.2)
+        own_session = os.getsid(proc.pid) == proc.pid
+        same_autogroup = autogroup(proc.pid) == autogroup(os.getpid())
+        assert hog.describe()["group"] == group
+    assert own_session == (group == "own")
+    if autogroup(os.getpid()) is not None:
+        assert same_autogroup == (group == "server")
+
+
+def test_duty_zero_starts_nothing_and_a_bad_duty_or_group_is_named() -> None:
     with CpuHog(first_cpu(), 0, limit_s=1) as hog:
         assert hog.procs == []
     with pytest.raises(ValueError, match="not 150"):
         CpuHog(first_cpu(), 150, limit_s=1)
+    with pytest.raises(ValueError, match="not 'sideways'"):
+        CpuHog(first_cpu(), 50, limit_s=1, group="sideways")
