@@ -18,32 +18,17 @@ e.g. stock:../build/stock/bin/memcached auto:../build/fork/bin/memcached:lru_amo
 from __future__ import annotations
 
 import argparse
-import socket
 import statistics
 from pathlib import Path
 
-from stagevar_bench import machine
-from stagevar_bench.lru_cpu import KEYS, VALUE_BYTES, WARMUP_S
+from stagevar_bench import machine, memcache_client
+from stagevar_bench.lru_cpu import KEYS, WARMUP_S, loadgen, requests_in
 from stagevar_bench.reproduce import hashpower_for
 from stagevar_bench.servers import MemcachedServer
 from stagevar_bench.stats import paired_ratio_ci
 
 DURATION_S = 2.0
 SLICE_STATS = ("slices", "slices_yielded", "slices_over_budget", "time_us", "budget_now_us")
-
-
-def loadgen(port: int, extra: list[str]) -> dict:
-    return machine.run_loadgen(0, ["-p", str(port), "-c", "1", "--keys", str(KEYS), "--key-size", "20",
-                                   "--value-size", str(VALUE_BYTES), "--get-ratio", "0.1", *extra])
-
-
-def lru_stats(port: int) -> dict[str, str]:
-    with socket.create_connection(("127.0.0.1", port)) as s:
-        s.sendall(b"stats lru_amortized\r\n")
-        data = b""
-        while not data.endswith((b"END\r\n", b"ERROR\r\n")):
-            data += s.recv(65536)
-    return {f[1]: f[2] for f in (l.split() for l in data.decode().splitlines()) if f[0] == "STAT"}
 
 
 def one_run(binary: str, options: list[str], args: argparse.Namespace,
@@ -55,15 +40,14 @@ def one_run(binary: str, options: list[str], args: argparse.Namespace,
                              wrap=["taskset", "-c", "1"])
     with server:
         assert server.proc is not None
-        loadgen(server.port, ["--preload", "-r", "1000", "-d", "0.01s"])
+        loadgen(0, server.port, ["--preload", "-r", "1000", "-d", "0.01s"])
         cpu0 = machine.proc_cpu_ns(server.proc.pid)
-        report = loadgen(server.port, ["-r", f"{args.rate:g}", "-a", "exp", "-d", f"{DURATION_S:g}s",
-                                       "-w", f"{WARMUP_S:g}s", "--seed", str(seed)])
+        report = loadgen(0, server.port, ["-r", f"{args.rate:g}", "-a", "exp", "-d", f"{DURATION_S:g}s",
+                                          "-w", f"{WARMUP_S:g}s", "--seed", str(seed)])
         cpu1 = machine.proc_cpu_ns(server.proc.pid)
-        stats = lru_stats(server.port) if options else {}
-    counts = report["counts"]
+        stats = memcache_client.stats("127.0.0.1", server.port, "lru_amortized") if options else {}
     latency = report["latency_scheduled"]
-    return {"cpu_ns": (cpu1 - cpu0) / (counts.get("sent", 0) + counts.get("warmup_requests", 0)),
+    return {"cpu_ns": (cpu1 - cpu0) / requests_in(report),
             "p99_us": latency["p99"] / 1e3, "mean_us": latency["mean"] / 1e3}, stats
 
 

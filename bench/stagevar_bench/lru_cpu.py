@@ -43,10 +43,18 @@ def sides(budget: int) -> list[Side]:
                           lambda b: "fork auto" if b == "auto" else f"fork {b} us")
 
 
-def loadgen(args: argparse.Namespace, port: int, extra: list[str]) -> dict:
-    return machine.run_loadgen(args.loadgen_cpu, ["-p", str(port), "-c", "1", "--keys", str(KEYS),
-                                                  "--key-size", "20", "--value-size", str(VALUE_BYTES),
-                                                  "--get-ratio", "0.1", *extra])
+def loadgen(cpu: int, port: int, extra: list[str]) -> dict:
+    """loadgen's report of the workload's keys and mix, pinned to `cpu`."""
+    return machine.run_loadgen(cpu, ["-p", str(port), "-c", "1", "--keys", str(KEYS),
+                                     "--key-size", "20", "--value-size", str(VALUE_BYTES),
+                                     "--get-ratio", "0.1", *extra])
+
+
+def requests_in(report: dict) -> int:
+    """Every request the server answered in a drive, its warm-up's too:
+    the CPU read spans both."""
+    counts = report["counts"]
+    return counts.get("sent", 0) + counts.get("warmup_requests", 0)
 
 
 def one_run(args: argparse.Namespace, side: Side, memory: str, rate: float, seed: int) -> float:
@@ -57,13 +65,13 @@ def one_run(args: argparse.Namespace, side: Side, memory: str, rate: float, seed
                              wrap=["taskset", "-c", str(args.server_cpu)])
     with server:
         assert server.proc is not None
-        loadgen(args, server.port, ["--preload", "-r", "1000", "-d", "0.01s"])
+        loadgen(args.loadgen_cpu, server.port, ["--preload", "-r", "1000", "-d", "0.01s"])
         cpu0 = machine.proc_cpu_ns(server.proc.pid)
-        report = loadgen(args, server.port, ["-r", f"{rate:g}", "-a", "exp", "-d", f"{args.duration:g}s",
-                                             "-w", f"{WARMUP_S:g}s", "--seed", str(seed)])
+        report = loadgen(args.loadgen_cpu, server.port, ["-r", f"{rate:g}", "-a", "exp",
+                                                         "-d", f"{args.duration:g}s",
+                                                         "-w", f"{WARMUP_S:g}s", "--seed", str(seed)])
         cpu1 = machine.proc_cpu_ns(server.proc.pid)
-    counts = report["counts"]
-    requests = counts.get("sent", 0) + counts.get("warmup_requests", 0)
+    requests = requests_in(report)
     if not requests:
         raise RuntimeError(f"loadgen sent nothing at {rate:g} req/s")
     return (cpu1 - cpu0) / requests
