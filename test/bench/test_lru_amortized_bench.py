@@ -3,11 +3,14 @@
 CIs, and amortized/thread ratios of the medians."""
 from __future__ import annotations
 
+import os
 import re
 
 import pytest
 
 from stagevar_bench import bench_lru, lru_cost, lru_cpu
+from stagevar_bench.machine import loadgen_path
+from stagevar_bench.servers import build_binary
 
 QUANTITIES = (*bench_lru.QUANTILES, "k2r_var")
 NUMBER = r"(-?[\d.]+|nan|inf)"
@@ -93,3 +96,26 @@ def test_cpu_cost_sides_are_stock_auto_and_the_budget_with_short_labels() -> Non
         ("fork auto", "fork", ("-o", "lru_amortized_budget_us=auto")),
         ("fork 20 us", "fork", ("-o", "lru_amortized_budget_us=20")),
     ]
+
+
+def test_cpu_cost_drives_every_side_in_both_conditions_and_prints_their_ratios(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    for variant in ("stock", "fork"):
+        if not build_binary(variant, "memcached").exists():
+            pytest.skip(f"memcached {variant} is not built (run make)")
+    if not loadgen_path().exists():
+        pytest.skip("loadgen is not built (run make)")
+    cpus = sorted(os.sched_getaffinity(0))
+    assert bench_lru.main(["--cpu-cost", "--runs", "2", "--duration", "0.2", "--rates", "5000",
+                           "--server-cpu", str(cpus[-1]), "--loadgen-cpu", str(cpus[0])]) == 0
+    out = capsys.readouterr().out.splitlines()
+    drives = [l for l in out if re.search(r"\] (no evictions|evicting) +5000 req/s .* us/request$", l)]
+    assert len(drives) == 2 * len(lru_cpu.MEMORY) * len(lru_cpu.sides(20))
+    assert all(float(l.split()[-2]) > 0 for l in drives)
+    for condition in lru_cpu.MEMORY:
+        [row] = [l for l in out if l.strip().startswith(f"{condition} ") and "(2 runs)" in l]
+        for name in ("fork auto", "fork 20 us"):
+            # Two runs are too few for the two-sample CI (nan), not for the paired one.
+            ratio, low, high = re.search(rf"{name} [\d.]+ x[\d.]+ \[.*?\], paired x{NUMBER} "
+                                         rf"\[{NUMBER}, {NUMBER}\]", row).groups()
+            assert 0 < float(low) <= float(ratio) <= float(high)
