@@ -21,10 +21,8 @@ import argparse
 import statistics
 from pathlib import Path
 
-from stagevar_bench import machine, memcache_client
-from stagevar_bench.lru_cpu import KEYS, WARMUP_S, loadgen, requests_in
-from stagevar_bench.reproduce import hashpower_for
-from stagevar_bench.servers import MemcachedServer
+from stagevar_bench import lru_cpu, machine, memcache_client
+from stagevar_bench.servers import LOOPBACK
 from stagevar_bench.stats import paired_ratio_ci
 
 DURATION_S = 2.0
@@ -35,19 +33,15 @@ def one_run(binary: str, options: list[str], args: argparse.Namespace,
             seed: int) -> tuple[dict[str, float], dict[str, str]]:
     """The run's figures (CPU ns per request, p99 and mean us) and the
     server's slice counters."""
-    server = MemcachedServer(Path(binary), args=["-t", "1", "-m", args.memory,
-                                                 "-o", f"hashpower={hashpower_for(KEYS)}", *options],
-                             wrap=["taskset", "-c", "1"])
-    with server:
+    with lru_cpu.server(Path(binary), args.memory, options, cpu=1) as server:
         assert server.proc is not None
-        loadgen(0, server.port, ["--preload", "-r", "1000", "-d", "0.01s"])
+        lru_cpu.preload(0, server.port)
         cpu0 = machine.proc_cpu_ns(server.proc.pid)
-        report = loadgen(0, server.port, ["-r", f"{args.rate:g}", "-a", "exp", "-d", f"{DURATION_S:g}s",
-                                          "-w", f"{WARMUP_S:g}s", "--seed", str(seed)])
+        report = lru_cpu.drive(0, server.port, args.rate, DURATION_S, seed)
         cpu1 = machine.proc_cpu_ns(server.proc.pid)
-        stats = memcache_client.stats("127.0.0.1", server.port, "lru_amortized") if options else {}
+        stats = memcache_client.stats(LOOPBACK, server.port, "lru_amortized") if options else {}
     latency = report["latency_scheduled"]
-    return {"cpu_ns": (cpu1 - cpu0) / requests_in(report),
+    return {"cpu_ns": (cpu1 - cpu0) / lru_cpu.requests_in(report),
             "p99_us": latency["p99"] / 1e3, "mean_us": latency["mean"] / 1e3}, stats
 
 

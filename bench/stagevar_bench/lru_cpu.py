@@ -25,6 +25,8 @@ from __future__ import annotations
 
 import argparse
 import statistics
+from collections.abc import Sequence
+from pathlib import Path
 
 from stagevar_bench import lru_cost, machine, ranks
 from stagevar_bench.lru_cost import Side
@@ -43,11 +45,31 @@ def sides(budget: int) -> list[Side]:
                           lambda b: "fork auto" if b == "auto" else f"fork {b} us")
 
 
+def server(binary: Path, memory: str, options: Sequence[str], cpu: int) -> MemcachedServer:
+    """The workload's server: one worker, every thread on `cpu`, the hash
+    table sized for KEYS so that it does not grow inside a drive."""
+    return MemcachedServer(binary, args=["-t", "1", "-m", memory, "-o", f"hashpower={hashpower_for(KEYS)}",
+                                         *options],
+                           wrap=["taskset", "-c", str(cpu)])
+
+
 def loadgen(cpu: int, port: int, extra: list[str]) -> dict:
     """loadgen's report of the workload's keys and mix, pinned to `cpu`."""
     return machine.run_loadgen(cpu, ["-p", str(port), "-c", "1", "--keys", str(KEYS),
                                      "--key-size", "20", "--value-size", str(VALUE_BYTES),
                                      "--get-ratio", "0.1", *extra])
+
+
+def preload(cpu: int, port: int) -> None:
+    """Every key set once: the cache full, or evicting."""
+    loadgen(cpu, port, ["--preload", "-r", "1000", "-d", "0.01s"])
+
+
+def drive(cpu: int, port: int, rate: float, duration_s: float, seed: int) -> dict:
+    """The measured drive: Poisson at `rate` for `duration_s` after
+    WARMUP_S of warm-up; loadgen's report."""
+    return loadgen(cpu, port, ["-r", f"{rate:g}", "-a", "exp", "-d", f"{duration_s:g}s",
+                               "-w", f"{WARMUP_S:g}s", "--seed", str(seed)])
 
 
 def requests_in(report: dict) -> int:
@@ -59,18 +81,12 @@ def requests_in(report: dict) -> int:
 
 def one_run(args: argparse.Namespace, side: Side, memory: str, rate: float, seed: int) -> float:
     """ns of server CPU per request of one drive."""
-    server = MemcachedServer(build_binary(side.variant, "memcached"),
-                             args=["-t", "1", "-m", memory, "-o", f"hashpower={hashpower_for(KEYS)}",
-                                   *side.options],
-                             wrap=["taskset", "-c", str(args.server_cpu)])
-    with server:
-        assert server.proc is not None
-        loadgen(args.loadgen_cpu, server.port, ["--preload", "-r", "1000", "-d", "0.01s"])
-        cpu0 = machine.proc_cpu_ns(server.proc.pid)
-        report = loadgen(args.loadgen_cpu, server.port, ["-r", f"{rate:g}", "-a", "exp",
-                                                         "-d", f"{args.duration:g}s",
-                                                         "-w", f"{WARMUP_S:g}s", "--seed", str(seed)])
-        cpu1 = machine.proc_cpu_ns(server.proc.pid)
+    with server(build_binary(side.variant, "memcached"), memory, side.options, args.server_cpu) as srv:
+        assert srv.proc is not None
+        preload(args.loadgen_cpu, srv.port)
+        cpu0 = machine.proc_cpu_ns(srv.proc.pid)
+        report = drive(args.loadgen_cpu, srv.port, rate, args.duration, seed)
+        cpu1 = machine.proc_cpu_ns(srv.proc.pid)
     requests = requests_in(report)
     if not requests:
         raise RuntimeError(f"loadgen sent nothing at {rate:g} req/s")
