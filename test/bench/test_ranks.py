@@ -1,17 +1,20 @@
 # SPDX-License-Identifier: BSD-3-Clause
 """Exact rank inference (ranks.py) against known answers: the null
-distribution of U, published critical values, the Hodges-Lehmann shift,
-and coverage of its exact CI on simulated runs."""
+distribution of U and of the signed-rank sum, published critical values,
+the Hodges-Lehmann shift, unpaired and paired, and coverage of their
+exact CIs on simulated runs."""
 from __future__ import annotations
 
 import math
-from itertools import combinations
+from itertools import combinations, product
 
 import numpy as np
 import pytest
 from scipy import stats as sps
 
-from stagevar_bench.ranks import ci_rank, compare, exact_p_value, u_distribution, u_statistic
+from stagevar_bench.ranks import (ci_rank, compare, compare_paired, exact_p_value, signed_rank_distribution,
+                                  signed_rank_p_value, tail_rank, u_distribution, u_statistic)
+from stagevar_bench.stats import paired_ratio_ci
 
 
 @pytest.mark.parametrize("m,n", [(1, 1), (2, 3), (4, 4), (5, 5), (3, 7)])
@@ -89,3 +92,66 @@ def test_bad_input() -> None:
         compare([], [1.0])
     with pytest.raises(ValueError):
         compare([0.0, 1.0], [1.0, 2.0])
+
+
+@pytest.mark.parametrize("n", [1, 2, 5, 7])
+def test_signed_rank_distribution_counts_every_sign_assignment(n: int) -> None:
+    brute = [0] * (n * (n + 1) // 2 + 1)
+    for signs in product((0, 1), repeat=n):
+        brute[sum(rank for rank, plus in zip(range(1, n + 1), signs) if plus)] += 1
+    assert list(signed_rank_distribution(n)) == brute
+
+
+@pytest.mark.parametrize("n,k", [(5, 0), (6, 1), (8, 4), (10, 9), (20, 53)])
+def test_signed_rank_ci_rank_matches_the_tables(n: int, k: int) -> None:
+    """Two-sided 95 %: critical values of the signed-rank sum (0 for
+    n = 6, 3 for 8, 8 for 10, 52 for 20; k = critical + 1), and no
+    interval at all below 6 pairs."""
+    assert tail_rank(signed_rank_distribution(n), 0.95) == k
+
+
+def test_signed_rank_p_value_agrees_with_scipy_exact() -> None:
+    rng = np.random.default_rng(5)
+    for _ in range(20):
+        diffs = rng.normal(0.3, 1, 9)
+        theirs = sps.wilcoxon(diffs, alternative="two-sided", method="exact").pvalue
+        assert signed_rank_p_value(diffs) == pytest.approx(theirs, rel=1e-9)
+
+
+def test_paired_hodges_lehmann_of_a_pure_factor_is_that_factor() -> None:
+    a = [100.0, 130.0, 90.0, 210.0, 150.0, 120.0, 95.0]
+    result = compare_paired(a, [x * 1.02 for x in a])
+    assert result.ratio == pytest.approx(1.02)
+    assert result.ci[0] == pytest.approx(1.02) and result.ci[1] == pytest.approx(1.02)
+
+
+def test_one_wild_pair_moves_the_paired_estimate_less_than_a_t_interval() -> None:
+    """Pairs a few per cent apart and one whose second run a burst slowed
+    by 40%: the t interval's top follows the burst, the signed-rank one
+    stays near the pairs."""
+    rng = np.random.default_rng(3)
+    a = rng.lognormal(3, 0.05, 30)
+    b = a * rng.lognormal(0, 0.03, 30)
+    b[7] *= 1.4
+    ranked = compare_paired(a, b)
+    t = paired_ratio_ci(b, a)
+    assert ranked.ci[1] < t.high
+    assert ranked.ci[0] <= ranked.ratio <= ranked.ci[1] < 1.03
+
+
+def test_coverage_of_the_exact_paired_ci() -> None:
+    rng = np.random.default_rng(13)
+    trials, covered = 400, 0
+    for _ in range(trials):
+        a = rng.lognormal(3, 0.3, 12)
+        b = a * 1.05 * rng.lognormal(0, 0.05, 12)
+        lo, hi = compare_paired(a, b).ci
+        covered += lo <= 1.05 <= hi
+    assert covered / trials >= 0.92
+
+
+def test_paired_bad_input() -> None:
+    with pytest.raises(ValueError):
+        compare_paired([1.0, 2.0], [1.0])
+    with pytest.raises(ValueError):
+        compare_paired([1.0, -2.0], [1.0, 2.0])
