@@ -3,19 +3,25 @@
 native CPU time per request, against stock memcached's worker and LRU
 maintainer thread.
 
-Each side is a fresh server (`-t 1`, every thread on --server-cpu, the
-hash table sized for the keys), filled by loadgen's preload, then driven
-open-loop (Poisson) for --duration after a 0.5 s warm-up; the cost of a
-run is the server's CPU time over that drive (every thread's schedstat
-time, ns resolution), divided by the requests sent in it. The demo's
-workload: KEYS keys of VALUE_BYTES bytes, 90% sets; a cache that holds
-every key (no evictions) and one of 8 MB (evicting). The sides alternate
-within each repetition, their order rotating, so a drift of the machine
-hits all alike. Printed per condition and rate: each side's median, and
-its ratio to stock (Hodges-Lehmann) with the exact 95% CI, and the
-geometric mean of each repetition's ratio with its t-based 95% CI (the
-sides of a repetition run back to back, so pairing them cancels most of
-the drift between repetitions).
+Each side is one server per condition and rate (`-t 1`, every thread on
+--server-cpu, the hash table sized for the keys), filled by loadgen's
+preload and then driven open-loop (Poisson) --runs times, for --duration
+after a 0.5 s warm-up each; the cost of a drive is the server's CPU time
+over it (every thread's schedstat time, ns resolution), divided by the
+requests sent in it. The demo's workload: KEYS keys of VALUE_BYTES
+bytes, 90% sets; a cache that holds every key (no evictions) and one of
+8 MB (evicting). The sides' drives alternate, their order rotating each
+repetition. The servers live through the cell so that a repetition is
+a few seconds of drives, not a start and a preload each: this machine's
+CPU per request wanders by 4-6% from one second to the next, so many
+short alternating drives bound a ratio more tightly than a few long
+ones in the same time (bench/results/2026-11-28-lru-cpu-alternate.md).
+Printed per condition and rate: each side's median, and its ratio to
+stock (Hodges-Lehmann) with the exact 95% CI, and paired: the
+Hodges-Lehmann estimate of the repetitions' ratios with the exact
+signed-rank 95% CI (the sides of a repetition run back to back, so
+pairing them cancels most of the drift between repetitions; a drive
+that a burst on the host slowed by 30-50% moves it by one rank).
 
 callgrind (--callgrind) counts instructions instead: repeatable, but
 valgrind slows the clock that time-driven code reads, so slices and
@@ -26,13 +32,13 @@ from __future__ import annotations
 import argparse
 import statistics
 from collections.abc import Sequence
+from contextlib import ExitStack
 from pathlib import Path
 
 from stagevar_bench import lru_cost, machine, ranks
 from stagevar_bench.lru_cost import Side
 from stagevar_bench.reproduce import hashpower_for
 from stagevar_bench.servers import MemcachedServer, build_binary
-from stagevar_bench.stats import paired_ratio_ci
 
 KEYS = 200000
 VALUE_BYTES = 500
@@ -79,40 +85,51 @@ def requests_in(report: dict) -> int:
     return counts.get("sent", 0) + counts.get("warmup_requests", 0)
 
 
-def one_run(args: argparse.Namespace, side: Side, memory: str, rate: float, seed: int) -> float:
-    """ns of server CPU per request of one drive."""
-    with server(build_binary(side.variant, "memcached"), memory, side.options, args.server_cpu) as srv:
-        assert srv.proc is not None
-        preload(args.loadgen_cpu, srv.port)
-        cpu0 = machine.proc_cpu_ns(srv.proc.pid)
-        report = drive(args.loadgen_cpu, srv.port, rate, args.duration, seed)
-        cpu1 = machine.proc_cpu_ns(srv.proc.pid)
+def drive_cost(args: argparse.Namespace, srv: MemcachedServer, rate: float, seed: int) -> float:
+    """ns of server CPU per request of one drive of `srv`."""
+    assert srv.proc is not None
+    cpu0 = machine.proc_cpu_ns(srv.proc.pid)
+    report = drive(args.loadgen_cpu, srv.port, rate, args.duration, seed)
+    cpu1 = machine.proc_cpu_ns(srv.proc.pid)
     requests = requests_in(report)
     if not requests:
         raise RuntimeError(f"loadgen sent nothing at {rate:g} req/s")
     return (cpu1 - cpu0) / requests
 
 
+def measure_cell(args: argparse.Namespace, all_sides: list[Side], condition: str, rate: float,
+                 values: dict[tuple[str, float, str], list[float]]) -> None:
+    """Every side's server started and filled, then driven --runs times,
+    the sides alternating in rotating order."""
+    with ExitStack() as stack:
+        servers = {side.name: stack.enter_context(
+            server(build_binary(side.variant, "memcached"), MEMORY[condition], side.options, args.server_cpu))
+            for side in all_sides}
+        for srv in servers.values():
+            preload(args.loadgen_cpu, srv.port)
+        for rep in range(args.runs):
+            shift = rep % len(all_sides)
+            for side in all_sides[shift:] + all_sides[:shift]:
+                ns = drive_cost(args, servers[side.name], rate, seed=rep + 1)
+                values.setdefault((condition, rate, side.name), []).append(ns)
+                print(f"  [{rep + 1}/{args.runs}] {condition:<13}{rate:>8g} req/s  {side.name:<12}"
+                      f"{ns / 1e3:8.2f} us/request", flush=True)
+
+
 def measure(args: argparse.Namespace) -> dict[tuple[str, float, str], list[float]]:
-    """Every (condition, rate, side) --runs times, interleaved."""
+    """Every (condition, rate, side) --runs times."""
     all_sides = sides(args.budget)
     values: dict[tuple[str, float, str], list[float]] = {}
-    for rep in range(args.runs):
-        order = all_sides[rep % 3:] + all_sides[:rep % 3]
-        for condition, memory in MEMORY.items():
-            for rate in args.rates:
-                for side in order:
-                    ns = one_run(args, side, memory, rate, seed=rep + 1)
-                    values.setdefault((condition, rate, side.name), []).append(ns)
-                    print(f"  [{rep + 1}/{args.runs}] {condition:<13}{rate:>8g} req/s  {side.name:<12}"
-                          f"{ns / 1e3:8.2f} us/request", flush=True)
+    for condition in MEMORY:
+        for rate in args.rates:
+            measure_cell(args, all_sides, condition, rate, values)
     return values
 
 
 def table(values: dict[tuple[str, float, str], list[float]], budget: int, rates: list[float]) -> list[str]:
     names = [s.name for s in sides(budget)]
     lines = ["server CPU per request, us: median over runs; ratio to stock (Hodges-Lehmann) "
-             "[exact 95% CI]; paired: geometric mean of each repetition's ratio [t 95% CI]"]
+             "[exact 95% CI]; paired: Hodges-Lehmann of each repetition's ratio [exact signed-rank 95% CI]"]
     for condition in MEMORY:
         for rate in rates:
             base = values[(condition, rate, "stock")]
@@ -120,9 +137,9 @@ def table(values: dict[tuple[str, float, str], list[float]], budget: int, rates:
             for name in names[1:]:
                 mine = values[(condition, rate, name)]
                 r = ranks.compare(base, mine)
-                p = paired_ratio_ci(mine, base)
+                p = ranks.compare_paired(base, mine)
                 parts.append(f"{name} {statistics.median(mine) / 1e3:.2f} x{r.ratio:.3f} "
-                             f"[{r.ci[0]:.3f}, {r.ci[1]:.3f}], paired x{p.value:.3f} [{p.low:.3f}, {p.high:.3f}]")
+                             f"[{r.ci[0]:.3f}, {r.ci[1]:.3f}], paired x{p.ratio:.3f} [{p.ci[0]:.3f}, {p.ci[1]:.3f}]")
             lines.append(f"  {condition:<13}{rate:>8g} req/s ({len(base)} runs):  " + ";  ".join(parts))
     return lines
 

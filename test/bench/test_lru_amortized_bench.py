@@ -106,16 +106,16 @@ def test_cpu_cost_drives_every_side_in_both_conditions_and_prints_their_ratios(
     if not loadgen_path().exists():
         pytest.skip("loadgen is not built (run make)")
     cpus = sorted(os.sched_getaffinity(0))
-    assert bench_lru.main(["--cpu-cost", "--runs", "2", "--duration", "0.2", "--rates", "5000",
+    assert bench_lru.main(["--cpu-cost", "--runs", "6", "--duration", "0.2", "--rates", "5000",
                            "--server-cpu", str(cpus[-1]), "--loadgen-cpu", str(cpus[0])]) == 0
     out = capsys.readouterr().out.splitlines()
     drives = [l for l in out if re.search(r"\] (no evictions|evicting) +5000 req/s .* us/request$", l)]
-    assert len(drives) == 2 * len(lru_cpu.MEMORY) * len(lru_cpu.sides(20))
+    assert len(drives) == 6 * len(lru_cpu.MEMORY) * len(lru_cpu.sides(20))
     assert all(float(l.split()[-2]) > 0 for l in drives)
     for condition in lru_cpu.MEMORY:
-        [row] = [l for l in out if l.strip().startswith(f"{condition} ") and "(2 runs)" in l]
+        [row] = [l for l in out if l.strip().startswith(f"{condition} ") and "(6 runs)" in l]
         for name in ("fork auto", "fork 20 us"):
-            # Two runs are too few for the two-sample CI (nan), not for the paired one.
+            # Six pairs are the fewest with an exact 95% signed-rank CI.
             ratio, low, high = re.search(rf"{name} [\d.]+ x[\d.]+ \[.*?\], paired x{NUMBER} "
                                          rf"\[{NUMBER}, {NUMBER}\]", row).groups()
             assert 0 < float(low) <= float(ratio) <= float(high)
