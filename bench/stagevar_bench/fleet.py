@@ -202,17 +202,6 @@ def stage_table(hists: Mapping[str, Hist]) -> dict[str, dict[str, float]]:
     return out
 
 
-def advise(kind: str, ranked: list[RankedStage], stages: Mapping[str, Mapping[str, float]]) -> Advice:
-    """stages.recommend(), with what Prometheus cannot show said as such:
-    the LRU maintainer thread's CPU is not in any exposition."""
-    if kind == "memcached" and ranked and ranked[0].name == "kernel_to_read":
-        return Advice("amortized LRU", "-o lru_amortized_budget_us=auto",
-                      f"kernel_to_read varies most ({100 * ranked[0].share:.0f}% of the variance); the "
-                      "knob for it when the LRU maintainer thread is busy (its CPU is not in "
-                      "Prometheus: check mc-lrumaint in top -H before turning it)")
-    return recommend(kind, ranked, stages)
-
-
 # ------------------------------------------------------------ the profile
 
 @dataclass
@@ -268,7 +257,7 @@ def profile_fleet(url: str, selector: str = "", window: str = "5m") -> dict[str,
         table = stage_table(hists[name])
         kind = server_kind(table)
         ranked = rank_stages(table)
-        instances.append(Instance(name, kind, table, ranked, advise(kind, ranked, table)))
+        instances.append(Instance(name, kind, table, ranked, recommend(kind, ranked, table)))
         for stage, h in hists[name].items():
             pooled.setdefault(kind, {}).setdefault(stage, Hist()).add(h)
     fleets = {}
@@ -278,7 +267,7 @@ def profile_fleet(url: str, selector: str = "", window: str = "5m") -> dict[str,
         members = [i for i in instances if i.kind == kind]
         fleets[kind] = {"instances": [i.name for i in members], "stages": table,
                         "ranked": [asdict(r) for r in ranked],
-                        "advice": asdict(advise(kind, ranked, table)),
+                        "advice": asdict(recommend(kind, ranked, table)),
                         "stand_out": stand_out(members, ranked)}
     return {"prometheus": url, "match": "{" + sel + "}", "window": window, "end": end,
             "fleets": fleets,
@@ -322,6 +311,8 @@ def table_lines(ranked: list[dict[str, Any]], indent: str) -> list[str]:
 def advice_line(a: Mapping[str, str], indent: str) -> str:
     if a["knob"] == "none":
         return f"{indent}knob: none indicated ({a['reason']})"
+    if a["knob"] == "unknown":
+        return f"{indent}knob: unknown ({a['reason']})"
     return f"{indent}knob: {a['knob']}: {a['option']}\n{indent}  because {a['reason']}"
 
 

@@ -94,6 +94,8 @@ def text(p: dict[str, Any]) -> str:
     a = p["advice"]
     if a["knob"] == "none":
         lines.append(f"recommendation: no knob indicated ({a['reason']})")
+    elif a["knob"] == "unknown":
+        lines.append(f"recommendation: unknown ({a['reason']})")
     else:
         lines.append(f"recommendation: {a['knob']}: {a['option']}")
         lines.append(f"  because {a['reason']}")

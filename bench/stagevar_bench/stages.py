@@ -135,7 +135,7 @@ def pk_prediction(ranked: list[RankedStage], rate_per_s: float, servers: int,
 
 @dataclass(frozen=True)
 class Advice:
-    knob: str                   # what to turn, or "none"
+    knob: str                   # what to turn, "none", or "unknown" (evidence missing)
     option: str                 # how
     reason: str
 
@@ -164,20 +164,28 @@ def recommend(server: str, ranked: list[RankedStage], stages: Mapping[str, Mappi
         return Advice("none", "", "no stage statistics (is stage tracing on, and the server the fork?)")
     top = ranked[0]
     if server == "memcached" and top.name == "kernel_to_read":
-        if outside_cores is not None and outside_cores >= OUTSIDE_BUSY_CORES:
+        missing = [what for what, v in (("the LRU maintainer thread's CPU", maintainer_cores),
+                                        ("other tasks' CPU on the server's cores", outside_cores))
+                   if v is None]
+        if missing:
+            return Advice("unknown", "", f"kernel_to_read varies most ({100 * top.share:.0f}% of the "
+                          f"variance), but {' and '.join(missing)} {'is' if len(missing) == 1 else 'are'} "
+                          "not known here: the amortized LRU helps only where the maintainer is busy "
+                          "and hurts beside a neighbour, so it is not recommended blind; "
+                          "`stagevar profile --server memcached` on the host measures both")
+        if outside_cores >= OUTSIDE_BUSY_CORES:
             return Advice("none", "", f"kernel_to_read varies most ({100 * top.share:.0f}% of the variance), "
                           f"but other tasks took {outside_cores:.2f} cores of the server's CPUs: the "
                           "amortized LRU knob moves the maintainer's work into the worker, which then "
                           "loses more wake-ups to the neighbour (docs/memcached.md); give the server "
                           "cores of its own first")
-        if maintainer_cores is not None and maintainer_cores >= MAINTAINER_BUSY_CORES:
+        if maintainer_cores >= MAINTAINER_BUSY_CORES:
             return Advice("amortized LRU", "-o lru_amortized_budget_us=auto",
                           f"kernel_to_read varies most ({100 * top.share:.0f}% of the variance) and the "
                           f"LRU maintainer thread was busy ({maintainer_cores:.3f} cores): its work "
                           "interferes with the workers' wake-ups")
-        busy = f"{maintainer_cores:.3f}" if maintainer_cores is not None else "unknown"
         return Advice("none", "", f"kernel_to_read varies most but the LRU maintainer was not busy "
-                      f"({busy} cores): "
+                      f"({maintainer_cores:.3f} cores): "
                       "interference comes from elsewhere (other tenants of the cores?)")
     if server == "memcached" and top.name == "read_to_parse":
         batch = stages.get("batch_size", {})
