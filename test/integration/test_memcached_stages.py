@@ -432,3 +432,25 @@ def test_settings_show_the_sample_rate(option: str, sample: int) -> None:
         assert f"STAT stage_trace_sample {sample}\r\n" in settings
     finally:
         server.stop()
+
+
+def rss_kb(variant: str, threads: int) -> int:
+    """VmRSS of a server of that build with no new option, once it answers."""
+    server = MemcachedServer(binary_or_skip(variant, "memcached"),
+                             args=["-t", str(threads)]).start()
+    try:
+        ask(server, b"version\r\n", end=b"\r\n")
+        assert server.proc is not None
+        with open(f"/proc/{server.proc.pid}/status") as status:
+            return next(int(line.split()[1]) for line in status if line.startswith("VmRSS:"))
+    finally:
+        server.stop()
+
+
+@pytest.mark.skipif(not os.path.exists("/proc/self/status"), reason="needs /proc")
+@pytest.mark.parametrize("threads", [4, 64])
+def test_with_every_option_off_the_fork_takes_stocks_memory(threads: int) -> None:
+    # Nothing is allocated per worker or connection for tracing while it
+    # is off; resident sizes at startup repeat to within a few pages.
+    stock, fork = rss_kb("stock", threads), rss_kb("fork", threads)
+    assert fork <= stock * 1.05, f"-t {threads}: fork {fork} kB, stock {stock} kB"

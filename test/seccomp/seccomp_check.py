@@ -49,6 +49,10 @@ CASES = (
          ("STAT stage_trace on", "STAT stage_trace_kernel on")),
     Case("stage_trace,stage_trace_sample=1", ("STAT stage_trace_sample 1",),
          ("STAT stage_trace on", "STAT stage_trace_kernel on"), True),
+    # both topics allow clock_gettime: the filter takes the rule twice
+    Case("lru_amortized_budget_us=20,stage_trace,stage_trace_sample=1",
+         ("STAT lru_amortized_budget_us 20", "STAT stage_trace_sample 1"),
+         ("STAT stage_trace on", "STAT stage_trace_kernel on"), True),
     Case(f"worker_cpus={WORKER_CPU},pin_helpers={HELPER_CPU}",
          (f"STAT worker_cpus {WORKER_CPU}", f"STAT pin_helpers {HELPER_CPU}"),
          ("STAT stage_trace off",)),
