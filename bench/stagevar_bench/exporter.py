@@ -23,6 +23,12 @@ that answers only the summaries gets no stage histogram and
 `stagevar_memcached_stage_histograms 0`. The server's own summary (its
 Welford mean and standard deviation, extremes, quantiles) is served as
 gauges either way, from the same reply as the buckets.
+
+For a memcached on the exporter's own host, proved by the connection it
+asks on (local_server.py), it also serves the advisor's scheduling
+evidence from /proc: per thread name, CPU, run-queue wait and timeslices;
+and the other tasks' CPU on the server's allowed CPUs
+(docs/monitoring.md, "Scheduling evidence").
 """
 from __future__ import annotations
 
@@ -40,6 +46,7 @@ from prometheus_client.core import (CounterMetricFamily, GaugeMetricFamily,
 from prometheus_client.exposition import generate_latest
 from prometheus_client.registry import Collector, CollectorRegistry
 
+from stagevar_bench.local_server import OutsideCpu, ProcReading, read_proc, serving_pid
 from stagevar_bench.memcache_client import parse_stats
 
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
@@ -101,7 +108,7 @@ def parse_target(text: str) -> Target:
     return Target(host, int(port))
 
 
-FAILED = (b"ERROR\r\n", b"CLIENT_ERROR", b"SERVER_ERROR")
+FAILED = (b"ERROR", b"CLIENT_ERROR", b"SERVER_ERROR")    # a reply line, its CRLF split off
 
 
 def ask(sock: socket.socket, line: str) -> str | None:
@@ -126,15 +133,17 @@ class Reading:
     stats: dict[str, str]
     stages: dict[str, str]          # empty: tracing off, or not the fork
     lru: dict[str, str]
+    proc: ProcReading | None = None     # the server is a process on this host (local_server.py)
 
 
 def read_server(target: Target, timeout: float) -> Reading:
     with socket.create_connection((target.host, target.port), timeout=timeout) as s:
         s.settimeout(timeout)
         stats = parse_stats(ask(s, "stats") or "")
+        pid = serving_pid(s, stats.get("pid"))      # while the connection that proves it is open
         stages = parse_stats(ask(s, "stats stages hist") or "")
         lru = parse_stats(ask(s, "stats lru_amortized") or "")
-    return Reading(stats, stages, lru)
+    return Reading(stats, stages, lru, read_proc(pid) if pid is not None else None)
 
 
 # ------------------------------------------------------------ metrics
@@ -180,7 +189,8 @@ def stage_buckets(stages: Mapping[str, str], stage: str) -> tuple[dict[int, int]
 class Families:
     """The metric families of one scrape, filled target by target."""
 
-    def __init__(self) -> None:
+    def __init__(self, outside: OutsideCpu | None = None) -> None:
+        self.outside_cpu = outside or OutsideCpu()
         inst = ["instance"]
         self.up = GaugeMetricFamily("stagevar_memcached_up", "1 if the memcached answered this scrape.",
                                     labels=inst)
@@ -208,9 +218,33 @@ class Families:
             for name, counter, text in STATS}
         self.lru = GaugeMetricFamily("stagevar_memcached_lru_amortized",
                                      "stats lru_amortized, one series per field.", labels=["instance", "field"])
+        # Scheduling evidence, only for a memcached verified to run on this host.
+        self.local = GaugeMetricFamily("stagevar_memcached_local_process",
+                                       "1 if the memcached is a process on the exporter's host that the "
+                                       "exporter reads from /proc (its threads, its CPUs' other tasks).",
+                                       labels=inst)
+        th = ["instance", "thread"]
+        self.threads = GaugeMetricFamily("stagevar_memcached_threads", "Threads of this name.", labels=th)
+        self.thread_cpu = CounterMetricFamily(
+            "stagevar_memcached_thread_cpu_seconds", "On-CPU time of the threads of this name "
+            "(/proc/PID/task/*/schedstat), summed.", labels=th)
+        self.thread_wait = CounterMetricFamily(
+            "stagevar_memcached_thread_runqueue_seconds", "Time the threads of this name were runnable "
+            "but waiting for a CPU (run-queue delay), summed.", labels=th)
+        self.thread_slices = CounterMetricFamily(
+            "stagevar_memcached_thread_timeslices", "Times the threads of this name were put on a CPU, "
+            "summed.", labels=th)
+        self.cpus = GaugeMetricFamily("stagevar_memcached_allowed_cpus",
+                                      "CPUs the server may run on (Cpus_allowed_list).", labels=inst)
+        self.outside = CounterMetricFamily(
+            "stagevar_memcached_other_tasks_cpu_seconds", "CPU time other tasks took on the CPUs the "
+            "server may run on: their busy time (/proc/stat) less the server's own.", labels=inst)
 
     def add(self, inst: str, r: Reading) -> None:
         self.up.add_metric([inst], 1)
+        self.local.add_metric([inst], 0 if r.proc is None else 1)
+        if r.proc is not None:
+            self.add_proc(inst, r.proc)
         for name, _, _ in STATS:
             v = number(r.stats.get(name))
             if v is not None:
@@ -238,6 +272,16 @@ class Families:
             self.batch.add_metric([inst], [(str(e), c) for e, c in zip(BATCH_EDGES, counts)]
                                   + [("+Inf", total)], sum_value=total * mean)
 
+    def add_proc(self, inst: str, p: ProcReading) -> None:
+        for name, (n, sched) in sorted(p.threads.items()):
+            labels = [inst, name]
+            self.threads.add_metric(labels, n)
+            self.thread_cpu.add_metric(labels, sched.run_ns / 1e9)
+            self.thread_wait.add_metric(labels, sched.wait_ns / 1e9)
+            self.thread_slices.add_metric(labels, sched.timeslices)
+        self.cpus.add_metric([inst], len(p.cpus))
+        self.outside.add_metric([inst], self.outside_cpu.update(inst, p))
+
     def add_stage(self, inst: str, stage: str, s: Mapping[str, str]) -> None:
         labels = [inst, stage]
         self.missing.add_metric(labels, number(s.get(f"{stage}:missing")) or 0)
@@ -258,13 +302,15 @@ class Families:
 
     def all(self) -> Iterator[Metric]:
         yield from (self.up, self.trace, self.hists, self.stage, self.missing, self.dropped,
-                    self.batch, self.summary, *self.stats.values(), self.lru)
+                    self.batch, self.summary, *self.stats.values(), self.lru, self.local, self.threads,
+                    self.thread_cpu, self.thread_wait, self.thread_slices, self.cpus, self.outside)
 
 
 class MemcachedCollector(Collector):
-    def __init__(self, targets: Sequence[Target], timeout: float) -> None:
+    def __init__(self, targets: Sequence[Target], timeout: float, outside: OutsideCpu | None = None) -> None:
         self.targets = list(targets)
         self.timeout = timeout
+        self.outside = outside
 
     def read(self, t: Target) -> Reading | None:
         try:
@@ -274,7 +320,7 @@ class MemcachedCollector(Collector):
 
     def collect(self) -> Iterable[Metric]:
         """Every target at once: a scrape takes one --timeout at most."""
-        fams = Families()
+        fams = Families(self.outside)
         with ThreadPoolExecutor(max_workers=min(MAX_PARALLEL, len(self.targets))) as pool:
             readings = list(pool.map(self.read, self.targets))
         for t, reading in zip(self.targets, readings):
@@ -285,9 +331,11 @@ class MemcachedCollector(Collector):
         return list(fams.all())
 
 
-def exposition(targets: Sequence[Target], timeout: float) -> bytes:
+def exposition(targets: Sequence[Target], timeout: float, outside: OutsideCpu | None = None) -> bytes:
+    """One scrape. `outside` carries the other-tasks counters from scrape
+    to scrape (a fresh one starts them at 0)."""
     registry = CollectorRegistry(auto_describe=False)
-    registry.register(MemcachedCollector(targets, timeout))
+    registry.register(MemcachedCollector(targets, timeout, outside))
     return generate_latest(registry)
 
 
@@ -301,18 +349,19 @@ INDEX = b"""<html><head><title>stagevar exporter</title></head><body>
 
 def handler(targets: Sequence[Target], timeout: float) -> type[BaseHTTPRequestHandler]:
     by_instance = {t.instance: t for t in targets} | {f"{t.host}:{t.port}": t for t in targets}
+    outside = OutsideCpu()
 
     class Handler(BaseHTTPRequestHandler):
         def do_GET(self) -> None:
             url = urlparse(self.path)
             if url.path == "/metrics":
-                self.reply(200, exposition(targets, timeout), CONTENT_TYPE)
+                self.reply(200, exposition(targets, timeout, outside), CONTENT_TYPE)
             elif url.path == "/probe":
                 want = parse_qs(url.query).get("target", [""])[0]
                 if want not in by_instance:
                     self.reply(400, f"target {want!r} is not one of --target\n".encode(), "text/plain")
                 else:
-                    self.reply(200, exposition([by_instance[want]], timeout), CONTENT_TYPE)
+                    self.reply(200, exposition([by_instance[want]], timeout, outside), CONTENT_TYPE)
             elif url.path == "/":
                 self.reply(200, INDEX, "text/html")
             else:
@@ -375,7 +424,8 @@ def target_arg(text: str) -> Target:
 
 def build_parser() -> Parser:
     p = Parser(prog="stagevar exporter",
-               description="Serve the memcached forks' stage histograms and stats to Prometheus.")
+               description="Serve the memcached forks' stage histograms and stats to Prometheus, "
+                           "and, for a memcached on this host, its threads' scheduling counters.")
     p.add_argument("--target", action="append", type=target_arg, required=True, metavar="HOST:PORT",
                    help="a memcached to read (repeat for several); its series carry instance=HOST:PORT")
     p.add_argument("--listen", default="127.0.0.1", metavar="ADDR",

@@ -12,6 +12,13 @@ midpoints; its bound against libstagevar's Welford variance is in
 docs/monitoring.md. Stages are ranked by variance share per instance and
 pooled over the instances of each server kind, with the knob of
 stages.recommend().
+
+The scheduling evidence that rule weighs for a memcached (its LRU
+maintainer thread's CPU, other tasks' CPU on its allowed CPUs, its
+workers' run-queue wait) comes from the exporter's per-thread and
+other-tasks counters, which it serves only for a memcached on its own
+host: each counter's growth over the window, with resets, divided by the
+time its samples span there. An instance without them is "unknown".
 """
 from __future__ import annotations
 
@@ -25,10 +32,17 @@ import urllib.request
 from dataclasses import asdict, dataclass, field
 from typing import Any, Mapping
 
-from stagevar_bench.stages import Advice, RankedStage, rank_stages, recommend
+from stagevar_bench.stages import (OUTSIDE_BUSY_CORES, Advice, Evidence, RankedStage, rank_stages,
+                                   recommend)
 
 STAGE = "stagevar_stage_seconds"
 BATCH = "stagevar_batch_size"
+THREAD_CPU = "stagevar_memcached_thread_cpu_seconds_total"
+THREAD_WAIT = "stagevar_memcached_thread_runqueue_seconds_total"
+OTHER_CPU = "stagevar_memcached_other_tasks_cpu_seconds_total"
+MAINTAINER, WORKER = "mc-lrumaint", "mc-worker"
+DEPLOY = ("run `stagevar exporter` on the memcached's own host (as root, or with CAP_SYS_PTRACE), "
+          "which then serves its threads' and its CPUs' counters (stagevar_memcached_local_process 1)")
 STAND_OUT = 2.0             # an instance's variance this many times the fleet median's
 
 
@@ -130,6 +144,72 @@ def window_delta(prom: Prometheus, series: str, end: float, window_s: float) -> 
     return {k: (grown.get(k, v) if k in reset else v - first.get(k, 0.0)) for k, v in last.items()}
 
 
+def growth_and_span(values: list[list[Any]]) -> tuple[float, float] | None:
+    """A counter's growth over its samples [[t, "v"], ...] (a drop is a
+    reset: the count starts again from 0) and the seconds they span; None
+    with fewer than two samples."""
+    if len(values) < 2:
+        return None
+    grown, last = 0.0, float(values[0][1])
+    for _, v in values[1:]:
+        x = float(v)
+        grown += x - last if x >= last else x
+        last = x
+    return grown, float(values[-1][0]) - float(values[0][0])
+
+
+def window_rates(prom: Prometheus, series: str, end: float, window_s: float,
+                 label: str | None = None) -> dict[tuple[str, str], tuple[float, float]]:
+    """{(instance, `label`'s value): (growth, seconds)} of a counter's
+    samples in (end - window, end]."""
+    out: dict[tuple[str, str], tuple[float, float]] = {}
+    for r in prom.query(f"{series}[{window_s:g}s]", end):
+        gs = growth_and_span(r.get("values", []))
+        if gs is not None and gs[1] > 0:
+            m = r["metric"]
+            out[(m.get("instance", "?"), m.get(label, "") if label else "")] = gs
+    return out
+
+
+def fleet_evidence(prom: Prometheus, sel: str, end: float, window_s: float) -> dict[str, Evidence]:
+    """Each memcached's scheduling evidence over the window, from the
+    exporter's counters; an instance without them is not in the answer."""
+    braces = "{" + sel + "}"
+    cpu = window_rates(prom, THREAD_CPU + braces, end, window_s, "thread")
+    wait = window_rates(prom, THREAD_WAIT + braces, end, window_s, "thread")
+    other = window_rates(prom, OTHER_CPU + braces, end, window_s)
+    out: dict[str, Evidence] = {}
+    for inst in sorted({i for i, _ in cpu} | {i for i, _ in other}):
+        maint = cpu.get((inst, MAINTAINER))
+        has_threads = any(i == inst for i, _ in cpu)
+        run, queued = cpu.get((inst, WORKER)), wait.get((inst, WORKER))
+        out[inst] = Evidence(
+            # threads but no maintainer among them: it does not run (the knob is on)
+            maintainer_cores=maint[0] / maint[1] if maint else (0.0 if has_threads else None),
+            outside_cores=other[(inst, "")][0] / other[(inst, "")][1] if (inst, "") in other else None,
+            worker_wait_share=(queued[0] / (run[0] + queued[0]) if run and queued and run[0] + queued[0] > 0
+                               else None),
+            how_to_know=DEPLOY)
+    return out
+
+
+def pooled_evidence(members: list[Evidence]) -> Evidence:
+    """The evidence for one knob on every instance at once: the knob fits
+    the fleet only if it fits each instance, so the most other tasks' CPU
+    and workers' wait and the least busy maintainer, unknown if any
+    instance's is; but one instance with a neighbour declines it for all,
+    whatever the others' evidence."""
+    def worst(values: list[float | None], pick: Any) -> float | None:
+        return None if not values or any(v is None for v in values) else pick(values)
+    known = [e.outside_cores for e in members if e.outside_cores is not None]
+    neighbour = max(known) if known and max(known) >= OUTSIDE_BUSY_CORES else None
+    return Evidence(maintainer_cores=worst([e.maintainer_cores for e in members], min),
+                    outside_cores=neighbour if neighbour is not None
+                    else worst([e.outside_cores for e in members], max),
+                    worker_wait_share=worst([e.worker_wait_share for e in members], max),
+                    how_to_know=DEPLOY)
+
+
 # ------------------------------------------------------------ statistics
 
 @dataclass
@@ -211,6 +291,7 @@ class Instance:
     stages: dict[str, dict[str, float]]
     ranked: list[RankedStage]
     advice: Advice
+    evidence: Evidence = field(default_factory=lambda: Evidence(how_to_know=DEPLOY))
 
 
 def collect(prom: Prometheus, sel: str, window_s: float) -> tuple[dict[str, dict[str, Hist]], float]:
@@ -251,13 +332,15 @@ def profile_fleet(url: str, selector: str = "", window: str = "5m") -> dict[str,
     sel = matchers(selector)
     prom = Prometheus(url)
     hists, end = collect(prom, sel, window_s)
+    evidence = fleet_evidence(prom, sel, end, window_s)
     instances: list[Instance] = []
     pooled: dict[str, dict[str, Hist]] = {}
     for name in sorted(hists):
         table = stage_table(hists[name])
         kind = server_kind(table)
         ranked = rank_stages(table)
-        instances.append(Instance(name, kind, table, ranked, recommend(kind, ranked, table)))
+        ev = evidence.get(name, Evidence(how_to_know=DEPLOY)) if kind == "memcached" else Evidence()
+        instances.append(Instance(name, kind, table, ranked, recommend(kind, ranked, table, ev), ev))
         for stage, h in hists[name].items():
             pooled.setdefault(kind, {}).setdefault(stage, Hist()).add(h)
     fleets = {}
@@ -265,14 +348,16 @@ def profile_fleet(url: str, selector: str = "", window: str = "5m") -> dict[str,
         table = stage_table(hs)
         ranked = rank_stages(table)
         members = [i for i in instances if i.kind == kind]
+        ev = pooled_evidence([i.evidence for i in members]) if kind == "memcached" else Evidence()
         fleets[kind] = {"instances": [i.name for i in members], "stages": table,
-                        "ranked": [asdict(r) for r in ranked],
-                        "advice": asdict(recommend(kind, ranked, table)),
+                        "ranked": [asdict(r) for r in ranked], "evidence": asdict(ev),
+                        "advice": asdict(recommend(kind, ranked, table, ev)),
                         "stand_out": stand_out(members, ranked)}
     return {"prometheus": url, "match": "{" + sel + "}", "window": window, "end": end,
             "fleets": fleets,
             "instances": [{"name": i.name, "kind": i.kind, "stages": i.stages,
-                           "ranked": [asdict(r) for r in i.ranked], "advice": asdict(i.advice)}
+                           "ranked": [asdict(r) for r in i.ranked], "evidence": asdict(i.evidence),
+                           "advice": asdict(i.advice)}
                           for i in instances]}
 
 
@@ -330,6 +415,9 @@ def text(p: Mapping[str, Any]) -> str:
                 if top else f"{i['name']} ({i['kind']}): no traced requests in the window")
         lines.append(head)
         lines += table_lines(i["ranked"], "    ")
+        measured = Evidence(**i["evidence"]).text() if i.get("evidence") else ""
+        if measured:
+            lines.append(f"    scheduling over the window: {measured}")
         if top:
             lines.append(advice_line(i["advice"], "    "))
     return "\n".join(lines)

@@ -214,14 +214,39 @@ def cpu_busy_s(cpus: list[int]) -> float:
     time, from /proc/stat, summed; interrupts, whose time the kernel keeps
     apart from any task's, are left out, as is the hypervisor's steal):
     less a process's own CPU time, what other tasks took of its cores."""
-    total = 0
-    wanted = {f"cpu{c}" for c in cpus}
+    busy = cpu_busy_by_cpu()
+    return sum(busy.get(c, 0.0) for c in cpus)
+
+
+def cpu_busy_by_cpu() -> dict[int, float]:
+    """{cpu: seconds it spent running tasks}, as cpu_busy_s counts them."""
+    out: dict[int, float] = {}
     for line in Path("/proc/stat").read_text().splitlines():
         fields = line.split()
-        if fields and fields[0] in wanted:
+        if fields and fields[0].startswith("cpu") and fields[0][3:].isdigit():
             user, nice, system = (int(x) for x in fields[1:4])
-            total += user + nice + system
-    return total / CLK_TCK
+            out[int(fields[0][3:])] = (user + nice + system) / CLK_TCK
+    return out
+
+
+def allowed_cpus(pid: int) -> list[int]:
+    """The CPUs a process may run on (Cpus_allowed_list of its main thread:
+    what taskset or a cgroup's cpuset gave it)."""
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        key, _, value = line.partition(":")
+        if key == "Cpus_allowed_list":
+            return expand_cpu_list(value.strip())
+    raise OSError(f"/proc/{pid}/status has no Cpus_allowed_list")
+
+
+def expand_cpu_list(spec: str) -> list[int]:
+    """'0,2-3' -> [0, 2, 3], without parse_cpu_list's check against this
+    machine's CPUs (the kernel's own lists are right by construction)."""
+    cpus: list[int] = []
+    for part in filter(None, spec.split(",")):
+        a, _, b = part.partition("-")
+        cpus += range(int(a), int(b or a) + 1)
+    return cpus
 
 
 def thread_cpu_s(pid: int) -> dict[str, float]:

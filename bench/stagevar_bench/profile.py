@@ -11,8 +11,8 @@ from typing import Any
 
 from stagevar_bench import machine
 from stagevar_bench.experiment import Design, Level, run_one, target_for
-from stagevar_bench.stages import (Advice, Prediction, RankedStage, pk_prediction, rank_stages,
-                                   recommend)
+from stagevar_bench.stages import (Advice, Evidence, Prediction, RankedStage, pk_prediction,
+                                   rank_stages, recommend)
 
 
 def worker_count(design: Design, level: Level) -> int:
@@ -51,25 +51,36 @@ def profile(design: Design, level: Level, rates: list[float], arrival: str = "ex
     top_run = good[-1]
     ranked = rank_stages(top_run["stages"])
     low = rank_stages(good[0]["stages"]) if len(good) > 1 else None
-    maint = None
-    if design.server == "memcached":
-        wall = top_run["loadgen"]["meta"].get("wall_s") or 1.0
-        maint = top_run.get("server_thread_cpu_s", {}).get("mc-lrumaint", 0.0) / wall
-    outside = top_run.get("outside_cores")
-    advice = recommend(design.server, ranked, top_run["stages"], maint, low, outside)
+    evidence = local_evidence(design, top_run)
+    advice = recommend(design.server, ranked, top_run["stages"], evidence, low)
     servers = worker_count(design, level)
     rate = design.request_rate(float(top_run["cell"]["load"]))
     served = top_run.get("requests_served") or 0
     cpu_per_request = top_run.get("server_cpu_s", 0) * 1e9 / served if served else None
     pred = pk_prediction(ranked, rate, servers, cpu_per_request)
-    out.update({"rate": rate, "servers": servers, "maintainer_cores": maint, "outside_cores": outside,
-                "worker_wait_share": (top_run.get("worker_sched") or {}).get("wait_share"),
+    out.update({"rate": rate, "servers": servers, "maintainer_cores": evidence.maintainer_cores,
+                "outside_cores": evidence.outside_cores, "worker_wait_share": evidence.worker_wait_share,
                 "ranked": [asdict(r) for r in ranked], "advice": asdict(advice),
                 "prediction": asdict(pred) if pred else None, "cpu_per_request_ns": cpu_per_request,
                 "measured_mean_ns": top_run["loadgen"]["latency_scheduled"].get("mean"),
                 "server_total_mean_ns": top_run["stages"].get("server_total", {}).get("mean"),
                 "stages": top_run["stages"]})
     return out
+
+
+def local_evidence(design: Design, run: dict[str, Any]) -> Evidence:
+    """The advisor's evidence from a run of ours: the mc-lrumaint thread's
+    CPU over the run (0 when there is none: the knob is on), the other
+    tasks' CPU on the server's CPUs (known
+    when the design pins the server) and the workers' run-queue share."""
+    if design.server != "memcached":
+        return Evidence()
+    wall = run["loadgen"]["meta"].get("wall_s") or 1.0
+    return Evidence(maintainer_cores=run.get("server_thread_cpu_s", {}).get("mc-lrumaint", 0.0) / wall,
+                    outside_cores=run.get("outside_cores"),
+                    worker_wait_share=(run.get("worker_sched") or {}).get("wait_share"),
+                    how_to_know="pin the server (--server-cpus) so that the profile can measure the "
+                    "other tasks on its cores")
 
 
 def text(p: dict[str, Any]) -> str:

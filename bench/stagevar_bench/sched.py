@@ -66,3 +66,31 @@ def threads_sched(pid: int, name: str) -> ThreadSched:
         except (OSError, ValueError):
             pass
     return total
+
+
+@dataclass(frozen=True)
+class SchedStat:
+    """A thread's /proc schedstat, or several threads' summed."""
+    run_ns: int = 0           # on a CPU
+    wait_ns: int = 0          # runnable, waiting for a CPU (run-queue delay)
+    timeslices: int = 0       # times it was put on a CPU
+
+    def __add__(self, other: "SchedStat") -> "SchedStat":
+        return SchedStat(self.run_ns + other.run_ns, self.wait_ns + other.wait_ns,
+                         self.timeslices + other.timeslices)
+
+
+def schedstat_by_name(pid: int) -> dict[str, tuple[int, SchedStat]]:
+    """{thread name: (how many threads, their schedstat summed)} of every
+    thread of `pid` (memcached: mc-worker, mc-lrumaint, ...). Threads that
+    exit meanwhile are left out; OSError if the process has gone."""
+    out: dict[str, tuple[int, SchedStat]] = {}
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        try:
+            name = (task / "comm").read_text().strip()
+            run, wait, slices = (int(x) for x in (task / "schedstat").read_text().split()[:3])
+        except (OSError, ValueError):
+            continue
+        n, total = out.get(name, (0, SchedStat()))
+        out[name] = (n + 1, total + SchedStat(run, wait, slices))
+    return out

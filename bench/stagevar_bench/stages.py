@@ -155,38 +155,49 @@ GROWTH = 1.2                    # 20% more from the lower to the higher load
 OUTSIDE_BUSY_CORES = 0.1
 
 
+@dataclass(frozen=True)
+class Evidence:
+    """What the amortized LRU rule weighs besides the stages, whichever
+    source measured it: the local profile (the server's threads and CPUs
+    read from /proc around a run) or the fleet (rates of the exporter's
+    series over the window). None: not measured; `how_to_know` says what
+    would measure it, for the "unknown" answer."""
+    maintainer_cores: float | None = None   # the mc-lrumaint thread's CPU
+    outside_cores: float | None = None      # other tasks' CPU on the server's allowed CPUs
+    worker_wait_share: float | None = None  # of the workers' runnable time, waiting for a CPU
+    how_to_know: str = "`stagevar profile --server memcached` on the server's host measures them"
+
+    def missing(self) -> list[str]:
+        return [what for what, v in (("the LRU maintainer thread's CPU", self.maintainer_cores),
+                                     ("other tasks' CPU on the server's cores", self.outside_cores))
+                if v is None]
+
+    def text(self) -> str:
+        """The measured figures, for a reason: 'the LRU maintainer thread
+        took 0.012 cores, other tasks 0.85 cores of the server's CPUs, ...'."""
+        parts = []
+        if self.maintainer_cores is not None:
+            parts.append(f"the LRU maintainer thread took {self.maintainer_cores:.3f} cores")
+        if self.outside_cores is not None:
+            parts.append(f"other tasks took {self.outside_cores:.2f} cores of the server's CPUs")
+        if self.worker_wait_share is not None:
+            parts.append(f"the workers waited for a CPU {self.worker_wait_share:.1%} of their runnable time")
+        return ", ".join(parts)
+
+
+NO_EVIDENCE = Evidence()
+
+
 def recommend(server: str, ranked: list[RankedStage], stages: Mapping[str, Mapping[str, float]],
-              maintainer_cores: float | None = None,
-              low_load: list[RankedStage] | None = None,
-              outside_cores: float | None = None) -> Advice:
-    """The method's rule for the top stage (see README, `profile`)."""
+              evidence: Evidence = NO_EVIDENCE,
+              low_load: list[RankedStage] | None = None) -> Advice:
+    """The method's rule for the top stage (see README, `profile`): the
+    one decision function of the local and the fleet profile."""
     if not ranked:
         return Advice("none", "", "no stage statistics (is stage tracing on, and the server the fork?)")
     top = ranked[0]
     if server == "memcached" and top.name == "kernel_to_read":
-        missing = [what for what, v in (("the LRU maintainer thread's CPU", maintainer_cores),
-                                        ("other tasks' CPU on the server's cores", outside_cores))
-                   if v is None]
-        if missing:
-            return Advice("unknown", "", f"kernel_to_read varies most ({100 * top.share:.0f}% of the "
-                          f"variance), but {' and '.join(missing)} {'is' if len(missing) == 1 else 'are'} "
-                          "not known here: the amortized LRU helps only where the maintainer is busy "
-                          "and hurts beside a neighbour, so it is not recommended blind; "
-                          "`stagevar profile --server memcached` on the host measures both")
-        if outside_cores >= OUTSIDE_BUSY_CORES:
-            return Advice("none", "", f"kernel_to_read varies most ({100 * top.share:.0f}% of the variance), "
-                          f"but other tasks took {outside_cores:.2f} cores of the server's CPUs: the "
-                          "amortized LRU knob moves the maintainer's work into the worker, which then "
-                          "loses more wake-ups to the neighbour (docs/memcached.md); give the server "
-                          "cores of its own first")
-        if maintainer_cores >= MAINTAINER_BUSY_CORES:
-            return Advice("amortized LRU", "-o lru_amortized_budget_us=auto",
-                          f"kernel_to_read varies most ({100 * top.share:.0f}% of the variance) and the "
-                          f"LRU maintainer thread was busy ({maintainer_cores:.3f} cores): its work "
-                          "interferes with the workers' wake-ups")
-        return Advice("none", "", f"kernel_to_read varies most but the LRU maintainer was not busy "
-                      f"({maintainer_cores:.3f} cores): "
-                      "interference comes from elsewhere (other tenants of the cores?)")
+        return lru_rule(top, evidence)
     if server == "memcached" and top.name == "read_to_parse":
         batch = stages.get("batch_size", {})
         cv2 = float(batch.get("cv2", 0.0))
@@ -210,3 +221,29 @@ def recommend(server: str, ranked: list[RankedStage], stages: Mapping[str, Mappi
                           f"did not grow with load ({hi / lo if lo else math.nan:.2f}x)")
         return Advice("none", "", "httpd: profile at two loads to see whether the stages grow with load")
     return Advice("none", "", f"{top.name} varies most; the method has no knob for it")
+
+
+def lru_rule(top: RankedStage, ev: Evidence) -> Advice:
+    """kernel_to_read varies most in a memcached: the amortized LRU knob
+    if its maintainer thread is busy and no neighbour shares its cores.
+    A neighbour declines it even when the maintainer's CPU is unknown:
+    declining is never blind."""
+    varies = f"kernel_to_read varies most ({100 * top.share:.0f}% of the variance)"
+    measured = ev.text()
+    if ev.outside_cores is not None and ev.outside_cores >= OUTSIDE_BUSY_CORES:
+        return Advice("none", "", f"{varies}, but {measured}: the amortized LRU knob moves the "
+                      "maintainer's work into the worker, which then loses more wake-ups to the "
+                      "neighbour (docs/memcached.md); give the server cores of its own first")
+    missing = ev.missing()
+    if missing or ev.maintainer_cores is None:
+        return Advice("unknown", "", f"{varies}, but {' and '.join(missing)} "
+                      f"{'is' if len(missing) == 1 else 'are'} not known"
+                      f"{' (' + measured + ')' if measured else ''}: the amortized LRU helps only "
+                      "where the maintainer is busy and hurts beside a neighbour, so it is not "
+                      f"recommended blind; {ev.how_to_know}")
+    if ev.maintainer_cores >= MAINTAINER_BUSY_CORES:
+        return Advice("amortized LRU", "-o lru_amortized_budget_us=auto",
+                      f"{varies} and the maintainer was busy ({measured}): its work interferes "
+                      "with the workers' wake-ups")
+    return Advice("none", "", f"{varies} but the maintainer was not busy ({measured}): "
+                  "interference comes from elsewhere")

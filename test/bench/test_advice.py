@@ -8,7 +8,9 @@ import math
 import pytest
 
 from stagevar_bench.queueing import pk_mean_response
-from stagevar_bench.stages import (parse_httpd_stages, parse_memcached_stages, pk_prediction,
+from stagevar_bench.experiment import Design, Level
+from stagevar_bench.profile import local_evidence
+from stagevar_bench.stages import (Evidence, parse_httpd_stages, parse_memcached_stages, pk_prediction,
                                    rank_stages, recommend)
 
 MEMCACHED = """STAT stage_trace on
@@ -71,19 +73,25 @@ def test_rules() -> None:
     assert recommend("memcached", rank_stages(steady), steady).knob == "none"
     k = stages(kernel_to_read__stddev=50000.0)
     quiet = 0.0                         # no other task on the server's cores
-    assert recommend("memcached", rank_stages(k), k, maintainer_cores=0.2,
-                     outside_cores=quiet).knob == "amortized LRU"
-    assert recommend("memcached", rank_stages(k), k, maintainer_cores=0.001,
-                     outside_cores=quiet).knob == "none"
-    # evidence missing, as from a fleet's Prometheus: unknown, never the knob blind
+
+    def lru(maint: float | None, outside: float | None):
+        return recommend("memcached", rank_stages(k), k, Evidence(maint, outside, how_to_know="deploy X"))
+    assert lru(0.2, quiet).knob == "amortized LRU"
+    assert lru(0.001, quiet).knob == "none"
+    # evidence missing, as from a fleet's Prometheus without it: unknown, never the
+    # knob blind, and what would tell
     for maint, outside in ((None, None), (0.2, None), (None, quiet)):
-        blind = recommend("memcached", rank_stages(k), k, maintainer_cores=maint, outside_cores=outside)
-        assert blind.knob == "unknown" and "not known" in blind.reason
-    # an outside task on the workers' cores: the knob would lose to it
-    busy = recommend("memcached", rank_stages(k), k, maintainer_cores=0.2, outside_cores=0.9)
-    assert busy.knob == "none" and "0.90 cores" in busy.reason
-    assert recommend("memcached", rank_stages(k), k, maintainer_cores=0.2,
-                     outside_cores=0.02).knob == "amortized LRU"
+        blind = lru(maint, outside)
+        assert blind.knob == "unknown" and "not known" in blind.reason and "deploy X" in blind.reason
+    # an outside task on the workers' cores: the knob would lose to it, whether
+    # the maintainer is busy, idle or not measured
+    for maint in (0.2, 0.0, None):
+        busy = lru(maint, 0.9)
+        assert busy.knob == "none" and "other tasks took 0.90 cores" in busy.reason
+    assert lru(0.2, 0.02).knob == "amortized LRU"
+    # every decision names the maintainer's measured CPU
+    for outside in (quiet, 0.9):
+        assert "LRU maintainer thread took 0.200 cores" in lru(0.2, outside).reason
     # httpd: grows with load -> pinning; flat -> nothing
     low = rank_stages(stages(kernel_to_read__stddev=50000.0, kernel_to_read__mean=10000.0))
     assert recommend("httpd", rank_stages(k), k, low_load=low).knob == "process pinning"
@@ -108,3 +116,27 @@ def test_pk_prediction_and_halving() -> None:
     assert 0 < pred.gain < 1
     over = pk_prediction(ranked, rate_per_s=1e6, servers=1, mean_service_ns=20000)
     assert over is not None and math.isinf(over.mean_latency_ns)
+
+
+def test_the_local_profile_gives_the_advisor_its_evidence() -> None:
+    """profile.py's evidence from a run record: the mc-lrumaint thread's CPU
+    over the run's wall time, the other tasks on the pinned server's CPUs and
+    the workers' run-queue share; the same rule decides as for the fleet."""
+    design = Design(name="p", server="memcached", levels=[Level("fork")], loads=[1000.0])
+    k = stages(kernel_to_read__stddev=50000.0)
+    run = {"loadgen": {"meta": {"wall_s": 4.0}}, "server_thread_cpu_s": {"mc-lrumaint": 0.4, "mc-worker": 3.0},
+           "outside_cores": 0.01, "worker_sched": {"wait_share": 0.02}, "stages": k}
+    ev = local_evidence(design, run)
+    assert (ev.maintainer_cores, ev.outside_cores, ev.worker_wait_share) == (0.1, 0.01, 0.02)
+    assert recommend("memcached", rank_stages(k), k, ev).knob == "amortized LRU"
+    beside = local_evidence(design, run | {"outside_cores": 0.8})
+    advice = recommend("memcached", rank_stages(k), k, beside)
+    assert advice.knob == "none" and "other tasks took 0.80 cores" in advice.reason
+    # the knob already on: no maintainer thread, so not busy
+    on = local_evidence(design, run | {"server_thread_cpu_s": {"mc-worker": 3.0}})
+    assert on.maintainer_cores == 0.0
+    assert recommend("memcached", rank_stages(k), k, on).knob == "none"
+    # unpinned: the other tasks on its cores are not measured
+    unpinned = {key: v for key, v in run.items() if key != "outside_cores"}
+    blind = recommend("memcached", rank_stages(k), k, local_evidence(design, unpinned))
+    assert blind.knob == "unknown" and "--server-cpus" in blind.reason

@@ -97,3 +97,72 @@ def test_matchers_take_braces_or_not() -> None:
     assert fleet.matchers('{job="mc"}') == 'job="mc"'
     assert fleet.matchers('job="mc"') == 'job="mc"'
     assert fleet.matchers("") == ""
+
+
+class AnsweringPrometheus:
+    """Fixed answers to the range queries of fleet_evidence(): samples every
+    2 s over 60 s, as the exporter's counters would give them."""
+
+    def __init__(self, series: dict[str, list[tuple[dict[str, str], list[float]]]]) -> None:
+        self.series = series
+        self.asked: list[str] = []
+
+    def query(self, promql: str, at: float | None = None) -> list[dict[str, object]]:
+        self.asked.append(promql)
+        name = promql.split("{", 1)[0]
+        return [{"metric": {"__name__": name, **labels},
+                 "values": [[1000.0 + 2 * i, str(v)] for i, v in enumerate(values)]}
+                for labels, values in self.series.get(name, [])]
+
+
+def counter(rate: float, n: int = 31, start: float = 5.0) -> list[float]:
+    """A counter growing `rate` per second, sampled every 2 s."""
+    return [start + 2 * rate * i for i in range(n)]
+
+
+def test_fleet_evidence_from_the_exporters_counters_decides_per_instance() -> None:
+    beside, quiet, busy, remote = "10.0.0.1:11211", "10.0.0.2:11211", "10.0.0.3:11211", "10.0.0.4:11211"
+
+    def threads(inst: str, maint: float) -> list[tuple[dict[str, str], list[float]]]:
+        return [({"instance": inst, "thread": "mc-lrumaint"}, counter(maint)),
+                ({"instance": inst, "thread": "mc-worker"}, counter(0.3))]
+    prom = AnsweringPrometheus({
+        fleet.THREAD_CPU: threads(beside, 0.02) + threads(quiet, 0.001) + threads(busy, 0.02),
+        fleet.THREAD_WAIT: [({"instance": i, "thread": "mc-worker"}, counter(0.1)) for i in (beside, quiet, busy)],
+        fleet.OTHER_CPU: [({"instance": beside}, counter(0.9, start=0.0)),
+                          ({"instance": quiet}, counter(0.01, start=0.0)),
+                          ({"instance": busy}, counter(0.01, start=0.0))],
+    })
+    ev = fleet.fleet_evidence(prom, 'job="mc"', 1060.0, 600.0)   # type: ignore[arg-type]
+    assert all('job="mc"' in q and "[600s]" in q for q in prom.asked)
+    assert set(ev) == {beside, quiet, busy}
+    assert ev[beside].maintainer_cores == pytest.approx(0.02)
+    assert ev[beside].outside_cores == pytest.approx(0.9)
+    assert ev[beside].worker_wait_share == pytest.approx(0.25)
+    k = {"kernel_to_read": {"count": 100.0, "mean": 1e4, "stddev": 5e4},
+         "read_to_parse": {"count": 100.0, "mean": 1e4, "stddev": 1e3}}
+    ranked = fleet.rank_stages(k)
+    decide = {i: fleet.recommend("memcached", ranked, k, e) for i, e in ev.items()}
+    assert decide[beside].knob == "none" and "other tasks took 0.90 cores" in decide[beside].reason
+    assert decide[quiet].knob == "none" and "maintainer thread took 0.001 cores" in decide[quiet].reason
+    assert decide[busy].knob == "amortized LRU"
+    # an instance the exporter does not read from /proc (another host): unknown,
+    # and the answer names what to deploy
+    blind = fleet.recommend("memcached", ranked, k, ev.get(remote, fleet.Evidence(how_to_know=fleet.DEPLOY)))
+    assert blind.knob == "unknown" and "stagevar exporter` on the memcached's own host" in blind.reason
+    # the fleet's one knob must fit every instance: the neighbour declines it
+    pooled = fleet.pooled_evidence(list(ev.values()))
+    assert (pooled.maintainer_cores, pooled.outside_cores) == (pytest.approx(0.001), pytest.approx(0.9))
+    assert fleet.pooled_evidence([ev[busy], fleet.Evidence()]).outside_cores is None
+    # ... and an instance's neighbour declines it whatever the others' evidence
+    assert fleet.pooled_evidence([ev[beside], fleet.Evidence()]).outside_cores == pytest.approx(0.9)
+
+
+def test_counter_growth_takes_resets_and_needs_two_samples() -> None:
+    assert fleet.growth_and_span([[0, "5"]]) is None
+    # 5 -> 7, then a reset (a thread restarted) to 1, then 4: grew 2 + 1 + 3
+    assert fleet.growth_and_span([[0, "5"], [2, "7"], [4, "1"], [6, "4"]]) == (6.0, 6.0)
+    # the knob on: threads but no maintainer among them -> it took nothing
+    prom = AnsweringPrometheus({fleet.THREAD_CPU: [({"instance": "a", "thread": "mc-worker"}, counter(0.3))]})
+    ev = fleet.fleet_evidence(prom, "", 1060.0, 60.0)   # type: ignore[arg-type]
+    assert ev["a"].maintainer_cores == 0.0 and ev["a"].outside_cores is None

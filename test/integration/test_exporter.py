@@ -1,12 +1,17 @@
 # SPDX-License-Identifier: BSD-3-Clause
 """stagevar exporter against the real memcached fork: its /metrics passes
 promtool, a server that stops is reported down at the next scrape (never
-as zeros) and comes back when the server does; bad flags exit 2."""
+as zeros) and comes back when the server does; a memcached on its host
+gets its threads' and its CPUs' counters, a server that only claims a
+local memcached's pid gets none; bad flags exit 2."""
 from __future__ import annotations
 
+import re
 import shutil
+import socket
 import subprocess
 import sys
+import threading
 import time
 import urllib.error
 import urllib.request
@@ -101,6 +106,78 @@ def test_one_exporter_keeps_servers_apart_and_probe_answers_for_one(exporter_for
         with pytest.raises(urllib.error.HTTPError) as e:
             scrape(port, "/probe?target=127.0.0.1:1")
         assert e.value.code == 400
+
+
+def value(text: str, name: str, labels: str) -> float:
+    m = re.search(rf"^{re.escape(name)}{{{re.escape(labels)}}} (\S+)$", text, re.M)
+    assert m, (name, labels)
+    return float(m.group(1))
+
+
+def test_a_memcached_on_this_host_gets_its_scheduling_counters(exporter_for) -> None:
+    binary = binary_or_skip("fork", "memcached")
+    with MemcachedServer(binary, args=["-t", "2"]) as server:
+        inst = f"127.0.0.1:{server.port}"
+        port = exporter_for(inst)
+        first = scrape(port)
+        assert value(first, "stagevar_memcached_local_process", f'instance="{inst}"') == 1
+        workers = f'instance="{inst}",thread="mc-worker"'
+        assert value(first, "stagevar_memcached_threads", workers) == 2
+        for name in ("stagevar_memcached_thread_cpu_seconds_total",
+                     "stagevar_memcached_thread_runqueue_seconds_total",
+                     "stagevar_memcached_thread_timeslices_total"):
+            assert value(first, name, workers) >= 0
+            assert value(first, name, f'instance="{inst}",thread="mc-lrumaint"') >= 0
+        assert value(first, "stagevar_memcached_allowed_cpus", f'instance="{inst}"') >= 1
+        other = "stagevar_memcached_other_tasks_cpu_seconds_total"
+        assert value(first, other, f'instance="{inst}"') == 0       # from the first reading on
+        second = scrape(port)
+        assert value(second, other, f'instance="{inst}"') >= 0
+        if shutil.which("promtool"):
+            proc = subprocess.run(["promtool", "check", "metrics"], input=second, text=True,
+                                  capture_output=True, timeout=30)
+            assert proc.returncode == 0, proc.stdout + proc.stderr
+
+
+def impostor(pid: int) -> tuple[socket.socket, threading.Thread]:
+    """A server on loopback that answers `stats` with a real local memcached's
+    pid (a memcached on another host, whose pid happens to match, would look
+    the same), and refuses every other command."""
+    listener = socket.create_server(("127.0.0.1", 0))
+
+    def serve() -> None:
+        while True:
+            try:
+                conn, _ = listener.accept()
+            except OSError:
+                return
+            with conn:
+                pending = b""
+                while chunk := conn.recv(4096):
+                    pending += chunk
+                    while b"\n" in pending:
+                        line, pending = pending.split(b"\n", 1)
+                        conn.sendall(f"STAT pid {pid}\r\nSTAT uptime 5\r\nEND\r\n".encode()
+                                     if line.strip() == b"stats" else b"ERROR\r\n")
+    thread = threading.Thread(target=serve, daemon=True)
+    thread.start()
+    return listener, thread
+
+
+def test_a_server_that_only_claims_a_local_pid_gets_no_scheduling_counters(exporter_for) -> None:
+    binary = binary_or_skip("fork", "memcached")
+    with MemcachedServer(binary) as real:
+        assert real.proc is not None
+        listener, _ = impostor(real.proc.pid)
+        try:
+            inst = f"127.0.0.1:{listener.getsockname()[1]}"
+            text = scrape(exporter_for(inst))
+            assert value(text, "stagevar_memcached_up", f'instance="{inst}"') == 1
+            assert value(text, "stagevar_memcached_local_process", f'instance="{inst}"') == 0
+            assert "stagevar_memcached_thread_cpu_seconds_total{" not in text
+            assert "stagevar_memcached_other_tasks_cpu_seconds_total{" not in text
+        finally:
+            listener.close()
 
 
 @pytest.mark.parametrize("args, named", [

@@ -14,12 +14,20 @@ without them is left out of the comparison, and the comparison is skipped
 when no server has them; everything else (Prometheus scraping the
 exporter, promtool on both expositions, the servers kept apart, bad input)
 runs always.
+
+The advisor's evidence: the two memcached are pinned to different CPUs,
+and a busy loop (bounded, and killed at the end) shares the first one's.
+The exporter runs on their host, so it serves their threads' and their
+CPUs' other tasks' counters; the fleet profile must decline the amortized
+LRU for the memcached beside the loop, naming the neighbour, and judge
+the other on its own evidence, its maintainer's measured CPU.
 """
 from __future__ import annotations
 
 import json
 import os
 import random
+import re
 import shutil
 import subprocess
 import sys
@@ -42,6 +50,8 @@ MC_ARGS = ["-t", "1", "-o", "stage_trace,stage_trace_sample=1"]
 LOAD_S = "4s"
 
 SCRAPES_S = 30.0         # a few scrape intervals, on a busy machine
+LOOP_S = 300             # the busy loop's own deadline, well past the test's end
+BUSY_LOOP = "import time\nend = time.monotonic() + {s}\nwhile time.monotonic() < end:\n    pass\n"
 POLL_S = 0.25            # between queries to Prometheus
 
 
@@ -207,8 +217,11 @@ def test_fleet_profile_from_a_real_prometheus(hosts: list[Host], tmp_path: Path)
     mc_bin, httpd_bin = binary_or_skip("fork", "memcached"), binary_or_skip("fork", "httpd")
     loadgen_binary()
     h_a, h_b, h_web = hosts
-    mcs = [MemcachedServer(mc_bin, args=MC_ARGS, port=11211, wrap=h.wrap(), host=h.addr)
-           for h in (h_a, h_b)]
+    if (os.cpu_count() or 1) < 2:
+        pytest.skip("needs 2 CPUs: one memcached beside a busy loop, one on a CPU without it")
+    # memcached a on CPU 0, beside the busy loop; memcached b on CPU 1.
+    mcs = [MemcachedServer(mc_bin, args=MC_ARGS, port=11211, wrap=[*h.wrap(), "taskset", "-c", str(cpu)],
+                           host=h.addr) for cpu, h in enumerate((h_a, h_b))]
     web = HttpdServer(httpd_bin, extra_conf=HANDLER.format(outside=h_web.outside), wrap=h_web.wrap(),
                       host=h_web.addr)
     web.write_conf()
@@ -218,6 +231,7 @@ def test_fleet_profile_from_a_real_prometheus(hosts: list[Host], tmp_path: Path)
     try:
         for s in mcs:
             s.start()
+        procs.append(subprocess.Popen(["taskset", "-c", "0", sys.executable, "-c", BUSY_LOOP.format(s=LOOP_S)]))
         web.start()
         insts = [f"{h.addr}:11211" for h in (h_a, h_b)]
         exporter_port = free_port()
@@ -315,6 +329,21 @@ def test_fleet_profile_from_a_real_prometheus(hosts: list[Host], tmp_path: Path)
                     print(f"{inst} {r.name}: share {r.share:.2f}, variance from buckets / Welford's "
                           f"{ratio:.4f}")
                     assert abs(ratio - 1) <= 0.10, (inst, r.name, ratio, s.get(r.name), by_name[r.name])
+        # The advisor judges each memcached on its own evidence, from the exporter on
+        # its host: beside the busy loop, the amortized LRU is declined for the
+        # neighbour; the other is judged on its maintainer's measured CPU (it may
+        # have neighbours of its own on this busy machine, so the knob or not).
+        inst_a, inst_b = insts
+        for inst in insts:
+            assert fleet[inst]["ranked"][0]["name"] == "kernel_to_read", (inst, fleet[inst]["ranked"])
+            assert fleet[inst]["evidence"]["outside_cores"] is not None, fleet[inst]
+            assert fleet[inst]["evidence"]["maintainer_cores"] is not None, fleet[inst]
+        beside = fleet[inst_a]["advice"]
+        assert beside["knob"] == "none" and "other tasks took" in beside["reason"], beside
+        quiet = fleet[inst_b]["advice"]
+        assert quiet["knob"] != "unknown", quiet
+        assert re.search(r"LRU maintainer thread took [0-9.]+ cores", quiet["reason"]), quiet
+        assert profile["fleets"]["memcached"]["advice"]["knob"] != "amortized LRU"
         # The dashboard's p99 and spread share panels show every instance with buckets.
         for expr in dashboard_queries()[2:5]:
             wait_until(f"every server in {expr}", lambda: set(own) <= {
