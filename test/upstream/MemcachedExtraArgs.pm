@@ -9,7 +9,10 @@
 #
 # A server started without an LRU maintainer (no_lru_maintainer,
 # no_modern) refuses -o lru_amortized_budget_us, rightly: such servers
-# get the other extra options but not the budget.
+# get the other extra options but not the budget. A proxy server does not
+# get -o drop_privileges: upstream's seccomp filters do not cover the
+# proxy (reloading its Lua config calls newfstatat, and the filter kills
+# the server).
 package MemcachedExtraArgs;
 use strict;
 use warnings;
@@ -26,6 +29,7 @@ if ($extra =~ /\S/) {
         $args //= '';
         $mine =~ s/-o lru_amortized_budget_us=\S+//g
             if $args =~ /no_lru_maintainer|no_modern/;
+        $mine =~ s/-o drop_privileges\b//g if $args =~ /proxy_config/;
         return $start->("$args $mine", @rest);
     };
 }
