@@ -235,7 +235,7 @@ def build_parser() -> Parser:
 
 
 # name: (module, what it measures)
-BENCHES = {"trace": ("trace_cost", "what stage tracing costs memcached"),
+BENCHES = {"trace": ("trace_cost", "what stage tracing costs memcached (--server httpd: httpd)"),
            "lru": ("bench_lru", "the LRU maintainer thread vs amortized maintenance"),
            "loadgen": ("bench_loadgen", "one loadgen thread's capacity and precision"),
            "peers": ("bench_peers", "loadgen side by side with mutilate and wrk2")}

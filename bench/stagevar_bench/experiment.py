@@ -158,7 +158,8 @@ def httpd_conf(design: Design, level: Level, client_addr: str | None) -> str:
     allow = "127.0.0.1 ::1" + (f" {client_addr}" if client_addr else "")
     parts = [design.httpd_conf, level.httpd_conf]
     if design.stage_trace and level.variant == "fork":
-        parts.append(f'StageTrace On\n<Location "{STAGE_STATS_PATH}">\n    SetHandler stage-stats\n'
+        parts.append(f'StageTrace On\nStageTraceSample 1\n<Location "{STAGE_STATS_PATH}">\n'
+                     f'    SetHandler stage-stats\n'
                      f'    Require ip {allow}\n</Location>')
     return "\n".join(p for p in parts if p)
 

@@ -352,7 +352,15 @@ def parse_pipeline(text: str) -> Pipeline:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="stagevar bench trace", description=__doc__.split("\n\n")[0])
+    server = argparse.ArgumentParser(add_help=False)
+    server.add_argument("--server", choices=("memcached", "httpd"), default="memcached")
+    known, rest = server.parse_known_args(sys.argv[1:] if argv is None else argv)
+    if known.server == "httpd":
+        from stagevar_bench import trace_httpd
+        return trace_httpd.main(rest)
+    parser = argparse.ArgumentParser(prog="stagevar bench trace", description=__doc__.split("\n\n")[0],
+                                     epilog="--server httpd: the httpd side (trace_httpd.py, its own "
+                                            "options: --server httpd --help)")
     parser.add_argument("--requests", type=int, default=4000,
                         help="requests in the shorter run (default: 4000)")
     parser.add_argument("--repeat", type=int, default=5,
@@ -383,7 +391,7 @@ def main(argv: list[str] | None = None) -> int:
                              "(default: stock,off,on,every)")
     parser.add_argument("--only", choices=("callgrind", "load", "saturate"),
                         help="run one part only")
-    args = parser.parse_args(argv)
+    args = parser.parse_args(rest)
     if args.repeat < 1:
         parser.error(f"--repeat must be at least 1, not {args.repeat}")
     if args.requests < 100 or args.requests % 2:

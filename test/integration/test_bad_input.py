@@ -158,7 +158,7 @@ def test_stock_memcached_does_not_know_stage_trace() -> None:
     assert one_error_line(result.stderr) == 'Illegal suboption "stage_trace"'
 
 
-# ---- httpd: ProcessCorePinning, ProcessCoreList, StageTrace ---------------
+# ---- httpd: ProcessCorePinning, ProcessCoreList, StageTrace(Sample) -------
 
 IN_VHOST = "<VirtualHost 127.0.0.1:1>\n{}\n</VirtualHost>"
 
@@ -176,7 +176,14 @@ HTTPD_ROWS = [
     ("malformed", "ProcessCoreList 0;1", "'0;1' in '0;1' is not a CPU number"),
     ("malformed", "ProcessCoreList 0 1", "takes one argument"),
     ("malformed", "StageTrace maybe", "StageTrace must be On or Off"),
+    ("malformed", "StageTraceSample four",
+     "StageTraceSample must be a whole number from 1 to 2147483647, not 'four'"),
+    ("malformed", "StageTraceSample 4x", "not '4x'"),
+    ("malformed", "StageTraceSample 4 8", "StageTraceSample takes one argument"),
     ("out-of-range", "ProcessCoreList 3-1", "'3-1'"),
+    ("out-of-range", "StageTraceSample 0", "not '0'"),
+    ("out-of-range", "StageTraceSample -1", "not '-1'"),
+    ("out-of-range", "StageTraceSample 2147483648", "not '2147483648'"),
     ("out-of-range", "ProcessCoreList 99999", "'99999'"),
     ("out-of-range", "ProcessCoreList 1024", "'1024' in '1024' is not a CPU number (0-1023)"),
     ("out-of-range", f"ProcessCoreList 0-{OUTSIDE}",
@@ -184,10 +191,13 @@ HTTPD_ROWS = [
     ("conflicting", IN_VHOST.format("ProcessCorePinning on"), "cannot occur within <VirtualHost> section"),
     ("conflicting", IN_VHOST.format("ProcessCoreList 0"), "cannot occur within <VirtualHost> section"),
     ("conflicting", IN_VHOST.format("StageTrace on"), "cannot occur within <VirtualHost> section"),
+    ("conflicting", IN_VHOST.format("StageTraceSample 4"), "cannot occur within <VirtualHost> section"),
     ("empty", 'ProcessCoreList ""', "ProcessCoreList takes one argument"),
     ("empty", "ProcessCoreList", "ProcessCoreList takes one argument"),
     ("empty", "ProcessCorePinning", "ProcessCorePinning must be On or Off"),
     ("empty", "StageTrace", "StageTrace must be On or Off"),
+    ("empty", 'StageTraceSample ""', "StageTraceSample takes one argument"),
+    ("empty", "StageTraceSample", "StageTraceSample takes one argument"),
 ]
 
 

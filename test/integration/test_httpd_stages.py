@@ -56,7 +56,9 @@ def start(binary: Path, conf: str) -> HttpdServer:
 
 @pytest.fixture
 def traced() -> Iterator[HttpdServer]:
-    server = start(binary_or_skip("fork", "httpd"), "StageTrace on\n" + HANDLER)
+    # every request traced (the default traces one in 256 per thread)
+    server = start(binary_or_skip("fork", "httpd"),
+                   "StageTrace on\nStageTraceSample 1\n" + HANDLER)
     try:
         yield server
     finally:
@@ -118,8 +120,10 @@ def test_counts_equal_the_requests_sent(traced: HttpdServer) -> None:
 
 def test_auto_has_every_stage_field(traced: HttpdServer) -> None:
     fields = parse_auto(get(traced.url("/stage-stats?auto")))
-    expected = {"StageTrace", "StageRequests"} | {f"Stage_{s}_{f}" for s in STAGES for f in FIELDS}
+    expected = {"StageTrace", "StageTraceSample", "StageRequestsSeen", "StageRequests"} \
+        | {f"Stage_{s}_{f}" for s in STAGES for f in FIELDS}
     assert set(fields) == expected
+    assert fields["StageTraceSample"] == "1"
     for key in expected - {"StageTrace"}:
         float(fields[key])
 

@@ -153,6 +153,7 @@ scrape_configs:
 
 HANDLER = """\
 StageTrace on
+StageTraceSample 1
 <Location "/stage-stats">
     SetHandler stage-stats
     Require ip {outside}
