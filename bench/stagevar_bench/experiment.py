@@ -296,7 +296,8 @@ def worker_sched(design: Design, pid: int) -> ThreadSched:
     return threads_sched(pid, name) if name else ThreadSched()
 
 
-STATS_KEPT = ("lru_maintainer_juggles", "evictions", "curr_items", "moves_to_cold", "moves_to_warm",
+STATS_KEPT = ("lru_maintainer_juggles", "evictions", "curr_items", "moves_to_cold", "moves_to_warm", "moves_within_lru",
+              "lru_crawler_starts", "crawler_reclaimed",
               "rusage_user", "rusage_system", "threads", "get_hits", "get_misses")
 
 
