@@ -6,7 +6,7 @@
 #               slices only (a fixed budget of 20 us, auto's size at 20k
 #               req/s) and with auto, quiet / --hog 50 / --hog 100 (in the
 #               server's session and in its own): where to put auto's marks.
-#   final:      stock against auto, quiet / --hog 100 / --hog 100 own group,
+#   final:      stock against auto, quiet / --hog 50 / --hog 100 / --hog 100 own group,
 #               demo workload, 20k req/s, interleaved runs (default 6).
 set -eu
 part=$1; out=$2
@@ -38,9 +38,10 @@ thresholds)
     done ;;
 final)
     runs=${3:-6}
-    for cond in quiet hog100 hog100own; do
+    for cond in quiet hog50 hog100 hog100own; do
         case $cond in
         quiet) hog= ;;
+        hog50) hog='--hog 50' ;;
         hog100) hog='--hog 100' ;;
         hog100own) hog='--hog 100 --hog-group own' ;;
         esac
