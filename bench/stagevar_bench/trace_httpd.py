@@ -25,10 +25,17 @@ per-round ratios with a bootstrap 95% CI (stats.bootstrap_ci, as the
 memcached side), the paired signed-rank test of side against off
 (ranks.compare_paired) and each side's median requests/s.
 
+With --cpu-rate R the rounds measure instead the server's CPU time per
+request at R requests/s, below saturation: loadgen (open loop, HTTP/1.1)
+sends them for --cpu-seconds after a 1-s warm-up, over --clients
+keep-alive connections or, in close mode, a new connection per request;
+the CPU is httpd's (parent and child) schedstat time over the drive.
+There a ratio above 1 is the cost.
+
     python -m stagevar_bench.trace_cost --server httpd [--rounds R]
         [--requests N] [--warmup N] [--clients C] [--threads T]
         [--cpus SERVER,CLIENT] [--modes keepalive,close]
-        [--sides on,every]
+        [--sides on,every] [--cpu-rate R [--cpu-seconds S]]
 """
 from __future__ import annotations
 
@@ -41,6 +48,7 @@ import sys
 from dataclasses import dataclass
 from typing import Sequence
 
+from stagevar_bench import machine
 from stagevar_bench.ranks import compare_paired
 from stagevar_bench.servers import HttpdServer, build_binary
 from stagevar_bench.stats import bootstrap_ci
@@ -101,17 +109,24 @@ def parse_h2load(out: str, requests: int) -> float:
     return float(rps[1])
 
 
-def measure(side: Side, mode: str, args: argparse.Namespace) -> float:
-    """Start the fork with `side`, warm up, and measure one window."""
-    server_cpu, client_cpu = args.cpus
+def fork_server(side: Side, args: argparse.Namespace) -> HttpdServer:
+    """The fork with `side`'s configuration, pinned, started."""
     server = HttpdServer(build_binary("fork", "httpd"),
                          extra_conf=mpm_conf(args.threads) + side.conf,
-                         wrap=["taskset", "-c", str(server_cpu)])
+                         wrap=["taskset", "-c", str(args.cpus[0])])
     server.write_conf()
     (server.docroot / "page.html").write_text(PAGE)
-    server.start()
+    return server.start()
+
+
+def measure(side: Side, mode: str, args: argparse.Namespace) -> float:
+    """Start the fork with `side`, warm up, and measure one window: its
+    saturated requests/s, or with --cpu-rate its CPU us per request."""
+    if args.cpu_rate:
+        return cpu_per_request(side, mode, args)
+    server = fork_server(side, args)
     try:
-        client = ["taskset", "-c", str(client_cpu)]
+        client = ["taskset", "-c", str(args.cpus[1])]
         url = server.url("/page.html")
         for n in (args.warmup, args.requests):
             for attempt in range(1, RETRIES + 1):
@@ -131,6 +146,34 @@ def measure(side: Side, mode: str, args: argparse.Namespace) -> float:
         server.stop()
 
 
+def loadgen_args(port: int, mode: str, args: argparse.Namespace) -> list[str]:
+    conns = (["-c", str(args.clients)] if mode == "keepalive"
+             else ["--sequential-clients", str(args.clients), "--requests-per-conn", "1"])
+    return ["-P", "http", "-p", str(port), "--path", "/page.html", "-r", str(args.cpu_rate),
+            "-d", f"{args.cpu_seconds}s", "-w", "1s", *conns]
+
+
+def cpu_per_request(side: Side, mode: str, args: argparse.Namespace) -> float:
+    """httpd's CPU us per request while loadgen drives it at --cpu-rate."""
+    server = fork_server(side, args)
+    try:
+        assert server.proc is not None
+        before = sum(machine.tree_cpu_s(server.proc.pid).values())
+        try:
+            report = machine.run_loadgen(args.cpus[1], loadgen_args(server.port, mode, args))
+        except subprocess.CalledProcessError as e:
+            raise BenchError(f"loadgen exited {e.returncode}") from None
+        after = sum(machine.tree_cpu_s(server.proc.pid).values())
+    finally:
+        server.stop()
+    counts = report["counts"]
+    failed = sum(counts.get(k, 0) for k in ("errors", "lost", "timeouts"))
+    if failed:
+        raise BenchError(f"loadgen: {failed} of {counts.get('sent', 0)} requests failed at "
+                         f"{args.cpu_rate} req/s: lower --cpu-rate below saturation")
+    return (after - before) * 1e6 / (counts["sent"] + counts.get("warmup_requests", 0))
+
+
 def rounds_of(sides: Sequence[Side], args: argparse.Namespace) -> dict[tuple[str, str], list[float]]:
     """{(mode, side key): requests/s per round}, sides interleaved in a
     rotating order within every round."""
@@ -141,16 +184,22 @@ def rounds_of(sides: Sequence[Side], args: argparse.Namespace) -> dict[tuple[str
             for side in order:
                 rps = measure(side, mode, args)
                 got[(mode, side.key)].append(rps)
-                print(f"round {r + 1} {mode} {side.key}: {rps:.0f} req/s", flush=True)
+                print(f"round {r + 1} {mode} {side.key}: {rps:.{2 if args.cpu_rate else 0}f} "
+                      f"{unit(args)}", flush=True)
     return got
 
 
-def ratio_line(mode: str, side: Side, values: list[float], off: list[float]) -> str:
+def unit(args: argparse.Namespace) -> str:
+    return f"us CPU per request at {args.cpu_rate} req/s" if args.cpu_rate else "req/s"
+
+
+def ratio_line(mode: str, side: Side, values: list[float], off: list[float], what: str = "req/s") -> str:
     ratios = [v / o for v, o in zip(values, off)]
     ci = bootstrap_ci(ratios)
+    digits = 0 if what == "req/s" else 2
     line = (f"{mode} {side.key}/off: x{ci.value:.4f} [{ci.low:.4f} .. {ci.high:.4f}] "
             f"({100 * (ci.value - 1):+.2f}%), {len(ratios)} paired rounds, "
-            f"median {statistics.median(values):.0f} vs {statistics.median(off):.0f} req/s")
+            f"median {statistics.median(values):.{digits}f} vs {statistics.median(off):.{digits}f} {what}")
     if len(ratios) >= 2:
         line += f", signed-rank p={compare_paired(off, values).p_value:.3g}"
     return line
@@ -197,10 +246,15 @@ def main(argv: list[str] | None = None) -> int:
                         help="keepalive and/or close (default both)")
     parser.add_argument("--sides", type=parse_list(("on", "every"), "--sides"),
                         default=("on", "every"), help="sides against off (default on,every)")
+    parser.add_argument("--cpu-rate", type=positive, default=0, metavar="R",
+                        help="instead of saturated throughput: httpd's CPU time per request at R "
+                             "req/s (loadgen, open loop), below saturation")
+    parser.add_argument("--cpu-seconds", type=positive, default=5,
+                        help="with --cpu-rate: seconds measured per window (default 5)")
     args = parser.parse_args(argv)
     if args.threads <= args.clients:
         parser.error(f"--threads must be more than --clients ({args.clients}), not {args.threads}")
-    if shutil.which("h2load") is None:
+    if not args.cpu_rate and shutil.which("h2load") is None:
         print("stagevar bench trace: error: h2load not found (Debian: nghttp2-client)",
               file=sys.stderr)
         return 2
@@ -217,7 +271,7 @@ def main(argv: list[str] | None = None) -> int:
         return 1
     for mode in args.modes:
         for side in sides[1:]:
-            print(ratio_line(mode, side, got[(mode, side.key)], got[(mode, "off")]))
+            print(ratio_line(mode, side, got[(mode, side.key)], got[(mode, "off")], unit(args)))
     return 0
 
 

@@ -1,7 +1,8 @@
 # SPDX-License-Identifier: BSD-3-Clause
 """stagevar bench trace --server httpd (trace_httpd.py): its arguments,
-and a brief end-to-end run against the built fork that prints, per mode,
-a ratio line with a CI. Behaviour only: no figure is judged."""
+and brief end-to-end runs against the built fork that print, per mode,
+a ratio line with a CI: of saturated throughput, and of CPU per request
+at a fixed rate. Behaviour only: no figure is judged."""
 from __future__ import annotations
 
 import re
@@ -33,6 +34,8 @@ def trace(*args: str, timeout: float = 600) -> subprocess.CompletedProcess[str]:
     (["--sides", "off"], "'off'"),
     (["--cpus", "1"], "'1'"),
     (["--clients", "8", "--threads", "8"], "not 8"),
+    (["--cpu-rate", "fast"], "'fast'"),
+    (["--cpu-rate", "1000", "--cpu-seconds", "0"], "'0'"),
 ])
 def test_bad_arguments_are_one_line_naming_the_value(args: list[str], named: str) -> None:
     out = trace(*args)
@@ -63,6 +66,23 @@ def test_brief_run_prints_a_ratio_line_with_a_ci_per_mode() -> None:
     assert len(rounds) == 2 * 2 * 2, out.stdout
     assert all(int(rps) > 0 for *_, rps in rounds)
     lines = RATIO.findall(out.stdout)
+    assert [mode for mode, *_ in lines] == ["keepalive", "close"], out.stdout
+    for _, ratio, low, high in lines:
+        assert 0 < float(low) <= float(ratio) <= float(high), out.stdout
+
+
+def test_cpu_rate_run_prints_cpu_per_request_and_a_ratio_per_mode() -> None:
+    if not build_binary("fork", "httpd").exists():
+        pytest.skip("the httpd fork is not built")
+    out = trace("--rounds", "2", "--cpu-rate", "300", "--cpu-seconds", "1", "--clients", "2",
+                "--threads", "4", "--sides", "on")
+    assert out.returncode == 0, out.stderr
+    rounds = re.findall(r"^round (\d) (keepalive|close) (off|on): (\d+\.\d\d) us CPU per request "
+                        r"at 300 req/s$", out.stdout, re.M)
+    assert len(rounds) == 2 * 2 * 2, out.stdout
+    assert all(float(us) > 0 for *_, us in rounds)
+    lines = re.findall(r"^(keepalive|close) on/off: x(\d+\.\d{4}) \[(\d+\.\d{4}) \.\. (\d+\.\d{4})\] .* "
+                       r"us CPU per request at 300 req/s", out.stdout, re.M)
     assert [mode for mode, *_ in lines] == ["keepalive", "close"], out.stdout
     for _, ratio, low, high in lines:
         assert 0 < float(low) <= float(ratio) <= float(high), out.stdout
