@@ -6,7 +6,9 @@ p99 differ by 10x), so an experiment states, next to every ratio, the
 smallest effect it could have detected (the minimum detectable effect,
 MDE) and, for a target effect, the runs per side that would resolve it.
 The spread is measured on the log scale (latencies differ by factors),
-from the runs themselves. The formulas are the normal ones for a
+from the runs themselves, robustly (the median absolute deviation):
+one run a host stall blew up tenfold would set a standard deviation,
+while the rank test moves with that run's rank alone. The formulas are the normal ones for a
 two-sample comparison at power 1 - beta, divided by the Mann-Whitney
 test's efficiency relative to the t-test under normality (3/pi), since
 the rank test is the one the verdicts use.
@@ -24,18 +26,19 @@ from stagevar_bench.stats import DEFAULT_CONF
 
 POWER = 0.8
 RANK_EFFICIENCY = 3 / math.pi     # Mann-Whitney vs t, normal data
+MAD_TO_SD = 1.4826                # a normal sample's sd over its MAD
 MIN_RUNS = 4                      # the fewest per side an exact 95 % HL CI exists for
 
 
 def log_spread(*samples: Sequence[float]) -> float:
-    """Pooled standard deviation of log values over the samples (each side
-    centred on its own mean): the runs' spread, as a factor's log."""
+    """The runs' spread as a factor's log: 1.4826 x the median absolute
+    deviation of log values, each side centred on its own median, pooled
+    (a standard deviation for normal logs, unmoved by a stalled run)."""
     logs = [np.log(np.asarray(s, dtype=float)) for s in samples if len(s) > 1]
-    dof = sum(len(l) - 1 for l in logs)
-    if dof == 0:
+    if not logs:
         return math.nan
-    ss = sum(float(((l - l.mean()) ** 2).sum()) for l in logs)
-    return math.sqrt(ss / dof)
+    devs = np.concatenate([np.abs(l - np.median(l)) for l in logs])
+    return MAD_TO_SD * float(np.median(devs))
 
 
 def _z_sum(conf: float, power: float) -> float:
