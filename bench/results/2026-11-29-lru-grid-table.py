@@ -1,12 +1,10 @@
 # SPDX-License-Identifier: BSD-3-Clause
 """The LRU grid's cells as Markdown rows (issue 37): per memory size, load,
 arrival and level, the Hodges-Lehmann ratio level / stock of the runs'
-p90 and mean with the exact 95% CI and two MDEs (80% power): from the
-pooled sd of the runs' logs (analyze's), and from a robust sd (1.4826 x
-the median absolute deviation of the logs, pooled over both sides). One
-run that a host stall blew up tenfold sets the first; the rank test the
-CI comes from is moved by that run's rank alone, which the second
-reflects. Then the worker's wait for its core (stock -> level) and the
+p90 and mean with the exact 95% CI and the MDE (80% power) analyze
+gives, from the runs' robust spread (power.log_spread; before
+2026-11-29 10:00 UTC analyze's was the pooled sd, which this file's
+first tables print beside it). Then the worker's wait for its core (stock -> level) and the
 maintainer's work done (juggles, moves, evictions and crawler starts,
 level / stock, medians).
 
@@ -14,7 +12,6 @@ level / stock, medians).
 """
 from __future__ import annotations
 
-import math
 import statistics
 import sys
 from pathlib import Path
@@ -22,7 +19,6 @@ from typing import Any
 
 from stagevar_bench.analyze import analyze
 from stagevar_bench.experiment import load_results
-from stagevar_bench.power import min_detectable_effect
 
 CAPACITY = {"8": 680000.0, "256": 450000.0}
 WORK = ("lru_maintainer_juggles", "moves", "evictions", "lru_crawler_starts")
@@ -39,23 +35,6 @@ def work_ratio(runs: list[dict[str, Any]], knob: str, base: str, load: float, ar
                                                                               "arrival": arrival})
     b = med(base)
     return f"{med(knob) / b:.2f}" if b else ("=" if med(knob) == 0 else "n/a")
-
-
-def robust_mde(runs: list[dict[str, Any]], knob: str, base: str, load: float, arrival: str,
-               metric: str) -> float:
-    """The MDE from the MAD of each side's log values, pooled."""
-    devs, n = [], []
-    for level in (base, knob):
-        logs = [math.log(run_metric(r, metric)) for r in runs
-                if r["cell"] == {"knob": level, "load": load, "arrival": arrival} and not r.get("error")]
-        centre = statistics.median(logs)
-        devs += [abs(x - centre) for x in logs]
-        n.append(len(logs))
-    return min_detectable_effect(1.4826 * statistics.median(devs), min(n))
-
-
-def run_metric(run: dict[str, Any], metric: str) -> float:
-    return float(run["loadgen"]["latency_scheduled"][metric])
 
 
 def verdict(e: dict[str, Any]) -> str:
@@ -79,23 +58,21 @@ def rows(path: Path) -> list[str]:
     out = []
     for r in exp["ratios"]:
         p90, mean = r["ranks"]["p90"], r["ranks"]["mean"]
-        robust = {m: robust_mde(raw, r["knob"], r["baseline"], r["load"], r["arrival"], m) for m in ("p90", "mean")}
         waits = r["worker_sched"]
         wait = (f"{100 * waits[0]['wait_share']:.1f} -> {100 * waits[1]['wait_share']:.1f}%"
                 if all(waits) else "n/a")
         done = " / ".join(work_ratio(raw, r["knob"], r["baseline"], r["load"], r["arrival"], k) for k in WORK)
         out.append(f"| {'evicting' if memory == '8' else 'holds all'} | {r['load'] / 1e3:.0f}k "
                    f"({100 * r['load'] / CAPACITY[memory]:.0f}%) | {r['arrival'].split(':')[0]} | {r['knob']} | "
-                   f"x{p90['ratio']:.3f} [{p90['low']:.3f}, {p90['high']:.3f}] ({mde(p90['mde'])}, {mde(robust['p90'])}) | "
-                   f"x{mean['ratio']:.3f} [{mean['low']:.3f}, {mean['high']:.3f}] ({mde(mean['mde'])}, "
-                   f"{mde(robust['mean'])}) | "
+                   f"x{p90['ratio']:.3f} [{p90['low']:.3f}, {p90['high']:.3f}] ({mde(p90['mde'])}) | "
+                   f"x{mean['ratio']:.3f} [{mean['low']:.3f}, {mean['high']:.3f}] ({mde(mean['mde'])}) | "
                    f"{verdict(p90)} | {wait} | {done} |")
     return out
 
 
 def main(argv: list[str]) -> int:
-    print("| cache | load (of C) | arrivals | level | p90 level/stock [95% CI] (MDE, robust MDE) "
-          "| mean [95% CI] (MDE, robust MDE) "
+    print("| cache | load (of C) | arrivals | level | p90 level/stock [95% CI] (MDE) "
+          "| mean [95% CI] (MDE) "
           "| p90 | worker waited, stock -> level | juggles / moves / evictions / crawler starts, level/stock |")
     print("|---|---|---|---|---|---|---|---|---|")
     for path in argv[1:]:
