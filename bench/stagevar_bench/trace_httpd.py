@@ -184,7 +184,7 @@ def rounds_of(sides: Sequence[Side], args: argparse.Namespace) -> dict[tuple[str
             for side in order:
                 rps = measure(side, mode, args)
                 got[(mode, side.key)].append(rps)
-                print(f"round {r + 1} {mode} {side.key}: {rps:.{2 if args.cpu_rate else 0}f} "
+                print(f"round {r + 1} {mode} {side.key}: {rps:.{digits(args)}f} "
                       f"{unit(args)}", flush=True)
     return got
 
@@ -193,13 +193,19 @@ def unit(args: argparse.Namespace) -> str:
     return f"us CPU per request at {args.cpu_rate} req/s" if args.cpu_rate else "req/s"
 
 
-def ratio_line(mode: str, side: Side, values: list[float], off: list[float], what: str = "req/s") -> str:
+def digits(args: argparse.Namespace) -> int:
+    """Decimals printed: whole requests/s, or CPU us per request to 0.01."""
+    return 2 if args.cpu_rate else 0
+
+
+def ratio_line(mode: str, side: Side, values: list[float], off: list[float],
+               args: argparse.Namespace) -> str:
     ratios = [v / o for v, o in zip(values, off)]
     ci = bootstrap_ci(ratios)
-    digits = 0 if what == "req/s" else 2
+    places, what = digits(args), unit(args)
     line = (f"{mode} {side.key}/off: x{ci.value:.4f} [{ci.low:.4f} .. {ci.high:.4f}] "
             f"({100 * (ci.value - 1):+.2f}%), {len(ratios)} paired rounds, "
-            f"median {statistics.median(values):.{digits}f} vs {statistics.median(off):.{digits}f} {what}")
+            f"median {statistics.median(values):.{places}f} vs {statistics.median(off):.{places}f} {what}")
     if len(ratios) >= 2:
         line += f", signed-rank p={compare_paired(off, values).p_value:.3g}"
     return line
@@ -271,7 +277,7 @@ def main(argv: list[str] | None = None) -> int:
         return 1
     for mode in args.modes:
         for side in sides[1:]:
-            print(ratio_line(mode, side, got[(mode, side.key)], got[(mode, "off")], unit(args)))
+            print(ratio_line(mode, side, got[(mode, side.key)], got[(mode, "off")], args))
     return 0
 
 
