@@ -8,8 +8,8 @@ MDE) and, for a target effect, the runs per side that would resolve it.
 The spread is measured on the log scale (latencies differ by factors),
 from the runs themselves, robustly (the median absolute deviation):
 one run a host stall blew up tenfold would set a standard deviation,
-while the rank test moves with that run's rank alone. The formulas are the normal ones for a
-two-sample comparison at power 1 - beta, divided by the Mann-Whitney
+while the rank test moves with that run's rank alone. The formulas are
+the normal ones for a two-sample comparison at power 1 - beta, divided by the Mann-Whitney
 test's efficiency relative to the t-test under normality (3/pi), since
 the rank test is the one the verdicts use.
 """
@@ -33,12 +33,21 @@ MIN_RUNS = 4                      # the fewest per side an exact 95 % HL CI exis
 def log_spread(*samples: Sequence[float]) -> float:
     """The runs' spread as a factor's log: 1.4826 x the median absolute
     deviation of log values, each side centred on its own median, pooled
-    (a standard deviation for normal logs, unmoved by a stalled run)."""
+    (a standard deviation for normal logs, unmoved by a stalled run).
+    Where most runs tie (percentiles read from one histogram bucket) the
+    MAD is 0, which would claim any change resolvable: then the pooled
+    standard deviation."""
     logs = [np.log(np.asarray(s, dtype=float)) for s in samples if len(s) > 1]
     if not logs:
         return math.nan
     devs = np.concatenate([np.abs(l - np.median(l)) for l in logs])
-    return MAD_TO_SD * float(np.median(devs))
+    mad = MAD_TO_SD * float(np.median(devs))
+    return mad if mad > 0 else _pooled_sd(logs)
+
+
+def _pooled_sd(logs: list[np.ndarray]) -> float:
+    dof = sum(len(l) - 1 for l in logs)
+    return math.sqrt(sum(float(((l - l.mean()) ** 2).sum()) for l in logs) / dof)
 
 
 def _z_sum(conf: float, power: float) -> float:

@@ -25,6 +25,15 @@ def test_a_stalled_run_does_not_set_the_spread() -> None:
     assert log_spread(runs + [10 * runs[2]]) < 0.15
 
 
+def test_runs_that_mostly_tie_keep_a_spread() -> None:
+    """Percentiles read from one histogram bucket tie: the MAD is 0, and
+    the spread falls back to the pooled sd, not to 'resolves anything'."""
+    a = [100.0, 100.0, 100.0, 100.0, 108.0]
+    b = [90.0, 90.0, 90.0, 90.0, 90.0 * 1.08]
+    assert log_spread(a, b) == pytest.approx(math.sqrt(1.6 / 8) * math.log(1.08))   # each SS 0.8 d^2
+    assert min_detectable_effect(log_spread(a, b), 5) > 0.01
+
+
 def test_the_power_holds_with_stalled_runs() -> None:
     """Simulated: one run in thirty blown up tenfold, as host stalls do
     here; the rank test still resolves the MDE of the bulk's spread in
