@@ -9,9 +9,9 @@ The spread is measured on the log scale (latencies differ by factors),
 from the runs themselves, robustly (the median absolute deviation):
 one run a host stall blew up tenfold would set a standard deviation,
 while the rank test moves with that run's rank alone. The formulas are
-the normal ones for a two-sample comparison at power 1 - beta, divided by the Mann-Whitney
-test's efficiency relative to the t-test under normality (3/pi), since
-the rank test is the one the verdicts use.
+the normal ones for a two-sample comparison at power 1 - beta, divided
+by the Mann-Whitney test's efficiency relative to the t-test under
+normality (3/pi), since the rank test is the one the verdicts use.
 """
 from __future__ import annotations
 
