@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* loadgen: parse, preload, run the threads, report. */
 #define _GNU_SOURCE
+#include <errno.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -51,7 +52,47 @@ static void wait_with_progress(lg_run *run, const lg_thread *t, const lg_options
         fputs("\n", stderr);
 }
 
-static int start_threads(lg_thread *t, lg_run *run, const lg_options *o)
+/* Without --start-at the schedule begins a margin from now. With it,
+ * sleep until a margin before that CLOCK_REALTIME instant, then map it onto
+ * the monotonic clock the threads run on: the mapping is fresh, so a clock
+ * step during the wait does not shift the start. A start that passed
+ * before the mapping fails the run rather than start late. */
+static int schedule_start(lg_run *run, const lg_options *o, lg_result *r)
+{
+    uint64_t real = sv_clock_realtime_ns(), mono;
+    struct timespec wake;
+
+    if (o->start_at_ns && o->start_at_ns > real + START_MARGIN_NS) {
+        wake.tv_sec = (time_t)((o->start_at_ns - START_MARGIN_NS) / 1000000000ULL);
+        wake.tv_nsec = (long)((o->start_at_ns - START_MARGIN_NS) % 1000000000ULL);
+        while (clock_nanosleep(CLOCK_REALTIME, TIMER_ABSTIME, &wake, NULL) == EINTR)
+            ;
+    }
+    mono = sv_clock_monotonic_ns();
+    real = sv_clock_realtime_ns();
+    if (o->start_at_ns && o->start_at_ns <= real) {
+        fprintf(stderr, "loadgen: --start-at %llu passed %.3f ms before the run could start "
+                "(give it more lead)\n", (unsigned long long)o->start_at_ns,
+                (double)(real - o->start_at_ns) / 1e6);
+        return -1;
+    }
+    run->start_ns = mono + (o->start_at_ns ? o->start_at_ns - real : START_MARGIN_NS);
+    r->start_unix_ns = o->start_at_ns ? o->start_at_ns : real + START_MARGIN_NS;
+    return 0;
+}
+
+/* The origin as this host saw it come: how punctually it can start, the
+ * figure several loadgens' start skew is measured with. */
+static void wake_at_start(const lg_run *run, lg_result *r)
+{
+    struct timespec at = { (time_t)(run->start_ns / 1000000000ULL), (long)(run->start_ns % 1000000000ULL) };
+
+    while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &at, NULL) == EINTR)
+        ;
+    r->start_woke_unix_ns = sv_clock_realtime_ns();
+}
+
+static int start_threads(lg_thread *t, lg_run *run, const lg_options *o, lg_result *r)
 {
     unsigned i;
 
@@ -67,9 +108,13 @@ static int start_threads(lg_thread *t, lg_run *run, const lg_options *o)
             break;
         }
     }
-    run->start_ns = sv_clock_monotonic_ns() + START_MARGIN_NS;
+    if (!run->abort && schedule_start(run, o, r) < 0)
+        run->abort = 1;
     pthread_barrier_wait(&run->started);
-    return run->abort ? -1 : 0;
+    if (run->abort)
+        return -1;
+    wake_at_start(run, r);
+    return 0;
 }
 
 static double measurement_window(const lg_thread *t, const lg_options *o)
@@ -121,8 +166,7 @@ static int run(const lg_options *o, lg_result *r)
     for (i = 0; i < o->threads; i++)
         if (lg_thread_init(&t[i], i, o, &shared) < 0)
             return die("cannot set up a thread (out of memory or event loop)");
-    r->start_unix_ns = sv_clock_realtime_ns();
-    if (start_threads(t, &shared, o) < 0)
+    if (start_threads(t, &shared, o, r) < 0)
         rc = 1;
     else
         wait_with_progress(&shared, t, o);

@@ -12,6 +12,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "stagevar.h"
+
 #ifndef LG_VERSION
 #define LG_VERSION "dev"
 #endif
@@ -23,6 +25,7 @@ enum {
     O_TRACE = 256, O_SHAPE, O_CPUS, O_SEQ, O_RPC, O_MAXOUT, O_BATCH, O_NAGLE, O_KEYS,
     O_KEYSIZE, O_VALSIZE, O_GETRATIO, O_POP, O_MULTIGET, O_PRELOAD, O_PATH, O_PATHSFILE,
     O_TIMEOUT, O_LATE, O_SPIN, O_TSTAMP, O_SEED, O_JSON, O_NONLOOP, O_TTL, O_COALESCE,
+    O_STARTAT,
 };
 
 static const struct option long_opts[] = {
@@ -34,6 +37,7 @@ static const struct option long_opts[] = {
     { "duration", required_argument, NULL, O_DURATION },
     { "requests", required_argument, NULL, O_REQUESTS },
     { "warmup", required_argument, NULL, O_WARMUP },
+    { "start-at", required_argument, NULL, O_STARTAT },
     { "timeout", required_argument, NULL, O_TIMEOUT },
     { "arrival", required_argument, NULL, O_ARRIVAL },
     { "trace", required_argument, NULL, O_TRACE },
@@ -88,6 +92,9 @@ void lg_options_usage(FILE *out)
 "  -d, --duration TIME        measurement phase (default 10s; units ns/us/ms/s)\n"
 "  -n, --requests N           measure N requests instead of a duration\n"
 "  -w, --warmup TIME          discarded warm-up phase first (default 1s)\n"
+"      --start-at UNIX_NS     begin the schedule (warm-up first) at this\n"
+"                             CLOCK_REALTIME instant, ns since the epoch, so\n"
+"                             loadgens on several hosts start together\n"
 "      --timeout TIME         wait for late replies at the end, then count them\n"
 "                             as timeouts (default 1s)\n"
 "  -a, --arrival SPEC         inter-arrival process: det, exp (default),\n"
@@ -168,6 +175,28 @@ static int opt_uint(const char *name, const char *v, unsigned min, unsigned max,
     if (opt_u(name, v, min, max, &x, err) < 0)
         return -1;
     *out = (unsigned)x;
+    return 0;
+}
+
+/* A start in the past or over a day ahead is a unit slip (seconds, or
+ * microseconds, for nanoseconds), not a plan. */
+#define START_AT_HORIZON_NS (24ULL * 3600 * 1000000000)
+
+static int opt_start_at(const char *v, uint64_t *out, char *err)
+{
+    uint64_t now = sv_clock_realtime_ns();
+
+    if (opt_u("start-at", v, 1, UINT64_MAX, out, err) < 0)
+        return -1;
+    if (*out <= now) {
+        snprintf(err, LG_ERRLEN, "--start-at: '%s' is %.3f s in the past (nanoseconds since the epoch, "
+                 "CLOCK_REALTIME)", v, (double)(now - *out) / 1e9);
+        return -1;
+    }
+    if (*out - now > START_AT_HORIZON_NS) {
+        snprintf(err, LG_ERRLEN, "--start-at: '%s' is more than 24 h ahead (nanoseconds since the epoch?)", v);
+        return -1;
+    }
     return 0;
 }
 
@@ -341,6 +370,7 @@ static int parse_load_opt(lg_options *o, int c, const char *v, seen_opts *s, cha
         return opt_time("duration", v, 1e9, &o->duration_ns, err);
     case O_REQUESTS: s->requests = 1; return opt_u("requests", v, 1, UINT64_MAX / 2, &o->requests, err);
     case O_WARMUP: return opt_time("warmup", v, 1e9, &o->warmup_ns, err);
+    case O_STARTAT: return opt_start_at(v, &o->start_at_ns, err);
     case O_TIMEOUT: return opt_time("timeout", v, 1e9, &o->timeout_ns, err);
     case O_ARRIVAL: o->arrival_spec = v; return 0;
     case O_TRACE: o->trace_file = v; return 0;

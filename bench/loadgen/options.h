@@ -33,6 +33,7 @@ typedef struct {
     double duration_ns;         /* measurement phase, 0 with --requests */
     uint64_t requests;          /* measured requests, 0 with --duration */
     double warmup_ns;
+    uint64_t start_at_ns;       /* --start-at: CLOCK_REALTIME start, 0: now */
     double timeout_ns;          /* wait for outstanding replies at the end */
     lg_arrival arrival;
     const char *arrival_spec;

@@ -215,12 +215,25 @@ static void json_str(FILE *f, const char *s)
     fputc('"', f);
 }
 
-/* Summary, then every non-empty bucket as [low, width, count]. */
+/* Every non-empty bucket as [low, width, count]. */
+static void json_buckets(FILE *f, const sv_hist *h)
+{
+    const char *sep = "";
+    size_t b;
+
+    for (b = 0; b < SV_HIST_BUCKETS; b++) {
+        if (h->bucket[b] == 0)
+            continue;
+        fprintf(f, "%s[%llu,%llu,%llu]", sep, (unsigned long long)sv_hist_bucket_low(b),
+                (unsigned long long)sv_hist_bucket_width(b), (unsigned long long)h->bucket[b]);
+        sep = ",";
+    }
+}
+
+/* Summary, then the histogram. */
 static void json_stage(FILE *f, const char *name, const sv_stage *s)
 {
     sv_summary sum;
-    size_t b;
-    const char *sep = "";
 
     sv_stage_summarize(s, &sum);
     fprintf(f, "\"%s\":{\"count\":%llu,\"mean\":%.3f,\"stddev\":%.3f,\"cv2\":%.6g,\"min\":%llu,\"max\":%llu,"
@@ -230,13 +243,7 @@ static void json_stage(FILE *f, const char *name, const sv_stage *s)
             (unsigned long long)sum.p50_ns, (unsigned long long)sum.p90_ns,
             (unsigned long long)quantile(s, 0.95), (unsigned long long)sum.p99_ns,
             (unsigned long long)sum.p999_ns, (unsigned long long)s->hist.overflow);
-    for (b = 0; b < SV_HIST_BUCKETS; b++) {
-        if (s->hist.bucket[b] == 0)
-            continue;
-        fprintf(f, "%s[%llu,%llu,%llu]", sep, (unsigned long long)sv_hist_bucket_low(b),
-                (unsigned long long)sv_hist_bucket_width(b), (unsigned long long)s->hist.bucket[b]);
-        sep = ",";
-    }
+    json_buckets(f, &s->hist);
     fputs("]}", f);
 }
 
@@ -277,8 +284,10 @@ static void json_meta(FILE *f, const lg_result *r)
     }
     fprintf(f, "],\"hostname\":");
     json_str(f, host);
-    fprintf(f, ",\"start_unix_ns\":%llu,\"wall_s\":%.6f,\"seed\":%llu,\"protocol\":\"%s\",\"server\":",
-            (unsigned long long)r->start_unix_ns, r->wall_s, (unsigned long long)o->seed,
+    fprintf(f, ",\"start_unix_ns\":%llu,\"start_woke_unix_ns\":%llu,\"start_at_ns\":%llu,\"wall_s\":%.6f,"
+            "\"seed\":%llu,\"protocol\":\"%s\",\"server\":",
+            (unsigned long long)r->start_unix_ns, (unsigned long long)r->start_woke_unix_ns,
+            (unsigned long long)o->start_at_ns, r->wall_s, (unsigned long long)o->seed,
             o->proto == LG_PROTO_HTTP ? "http" : "memcache");
     json_str(f, o->host);
     fprintf(f, ",\"port\":%u,\"threads\":%u,\"connections_per_thread\":%u,\"sequential_clients\":%u,"
@@ -372,12 +381,14 @@ static void json_series(FILE *f, const lg_result *r)
         const lg_second *s = &r->total.sec[i];
 
         fprintf(f, "%s{\"second\":%zu,\"scheduled\":%llu,\"completed\":%llu,\"errors\":%llu,\"latency_count\":%llu,"
-                "\"mean_ns\":%.1f,\"p50_ns\":%llu,\"p99_ns\":%llu,\"max_ns\":%llu}",
+                "\"mean_ns\":%.1f,\"p50_ns\":%llu,\"p99_ns\":%llu,\"max_ns\":%llu,\"histogram\":[",
                 i ? "," : "", i, (unsigned long long)s->scheduled, (unsigned long long)s->completed,
                 (unsigned long long)s->errors, (unsigned long long)s->lat_m.count, s->lat_m.mean,
                 (unsigned long long)sv_hist_quantile(&s->lat, 0.5, s->lat_m.max),
                 (unsigned long long)sv_hist_quantile(&s->lat, 0.99, s->lat_m.max),
                 (unsigned long long)s->lat_m.max);
+        json_buckets(f, &s->lat);
+        fputs("]}", f);
     }
     fputs("]", f);
 }

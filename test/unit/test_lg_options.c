@@ -6,6 +6,7 @@
 #include <criterion/criterion.h>
 
 #include "options.h"
+#include "stagevar.h"
 
 #define MAXARGS 40
 
@@ -63,6 +64,11 @@ Test(options, bad_flags_are_named)
         { "--path /x", "http options" },
         { "--protocol http --path noslash", "'noslash'" },
         { "--rate 1e8", "per thread" },
+        { "--start-at soon", "'soon'" },
+        { "--start-at 0", "'0'" },
+        { "--start-at -5", "'-5'" },
+        { "--start-at 1700000000", "in the past" },
+        { "--start-at 18446744073709551615", "more than 24 h ahead" },
     };
 
     for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
@@ -91,6 +97,20 @@ Test(options, defaults)
     cr_assert_eq(o.spin_auto, 1, "the wait margin adapts by default");
     cr_assert_eq(o.coalesce, 0, "each request its own send by default");
     cr_assert_eq(o.timestamps, LG_TS_KERNEL, "replies timed by the kernel by default");
+    cr_assert_eq(o.start_at_ns, 0, "start now unless asked");
+    lg_options_free(&o);
+}
+
+/* A start in a minute's time, written as a shell would pass it. */
+Test(options, start_at)
+{
+    char err[LG_ERRLEN] = "", line[64];
+    uint64_t at = sv_clock_realtime_ns() + 60000000000ULL;
+    lg_options o;
+
+    snprintf(line, sizeof(line), "--start-at %llu", (unsigned long long)at);
+    cr_assert_eq(parse(&o, err, line), LG_OPT_RUN, "%s", err);
+    cr_assert_eq(o.start_at_ns, at);
     lg_options_free(&o);
 }
 
