@@ -11,6 +11,7 @@ and measure what it does, with confidence intervals.
     stagevar bench trace|lru|loadgen|peers ...   the benchmarks
     stagevar soak      ...   the amortized fork and stock side by side, for long
     stagevar exporter  --target HOST:PORT ...   memcached stages for Prometheus
+    stagevar load      --agents USER@HOST,... -- LOADGEN_ARGS   loadgen on several hosts, merged
 
 Each command's --help says more; docs/stagevar/ documents each on a page
 of its own (docs/stagevar/README.md lists them).
@@ -231,6 +232,9 @@ def build_parser() -> Parser:
     e = sub.add_parser("exporter", add_help=False, help="serve memcached forks' stage histograms "
                        "and stats to Prometheus (docs/monitoring.md)")
     e.add_argument("rest", nargs=argparse.REMAINDER)
+    ld = sub.add_parser("load", add_help=False, help="loadgen on several hosts over ssh, one start, "
+                        "one exactly merged report (docs/stagevar/load.md)")
+    ld.add_argument("rest", nargs=argparse.REMAINDER)
     return parser
 
 
@@ -385,6 +389,11 @@ def cmd_soak(args: argparse.Namespace) -> int:
     return soak.main(args.rest)
 
 
+def cmd_load(args: argparse.Namespace) -> int:
+    from stagevar_bench import agents
+    return agents.main(args.rest)
+
+
 def cmd_exporter(args: argparse.Namespace) -> int:
     from stagevar_bench import exporter
     return exporter.main(args.rest)
@@ -392,12 +401,12 @@ def cmd_exporter(args: argparse.Namespace) -> int:
 
 COMMANDS = {"profile": cmd_profile, "compare": cmd_compare, "analyze": cmd_analyze,
             "report": cmd_report, "compact": cmd_compact, "reproduce": cmd_reproduce,
-            "bench": cmd_bench, "soak": cmd_soak, "exporter": cmd_exporter}
+            "bench": cmd_bench, "soak": cmd_soak, "exporter": cmd_exporter, "load": cmd_load}
 
 
 # Commands whose arguments, options included, all go to a parser of their
 # own (argparse's REMAINDER does not take a leading option such as --help).
-PASS_THROUGH = ("bench", "soak", "exporter")
+PASS_THROUGH = ("bench", "soak", "exporter", "load")
 
 
 def main(argv: Sequence[str] | None = None) -> int:
