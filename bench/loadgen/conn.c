@@ -120,9 +120,9 @@ static void conn_lost(lg_conn *c, uint64_t now, int failed)
 }
 
 /* The server ended the connection between replies: the requests it left
- * unanswered go again, once (retry.h), re-encoded in order ahead of those
- * not yet written; one cut in the middle of its bytes was never sent and
- * goes again without using its retry. */
+ * unanswered go again (retry.h), re-encoded in order ahead of those not
+ * yet written; one cut in the middle of its bytes was never sent and goes
+ * again without using its retry. */
 static void resend_unanswered(lg_conn *c)
 {
     size_t n = c->count, unanswered = c->written, i;
@@ -134,7 +134,7 @@ static void resend_unanswered(lg_conn *c)
         lg_req r = *ring_at(c, 0);
 
         ring_pop(c);
-        if (i < unanswered && !lg_retry_take(&r)) {
+        if (i < unanswered && !lg_retry_take(&r, c->answered > 0)) {
             lg_thread_dropped(c->t, &r, 1);
             continue;
         }
@@ -278,6 +278,7 @@ static int consume_replies(lg_conn *c, const lg_rx_time *rx)
         lg_thread_reply(c->t, c, ring_at(c, 0), rx, rc, &rep);
         ring_pop(c);
         c->written--;
+        c->answered++;
         lg_buf_consume(&c->in, rep.len);
         if (rep.close) {
             closed_between_replies(c, rx->mono_now);
@@ -447,6 +448,7 @@ int lg_conn_connect(lg_conn *c, uint64_t now)
     if (!c->rev || !c->wev)
         goto fail;
     c->connect_ns = now;
+    c->answered = 0;
     c->state = LG_CONN_CONNECTING;
     if (connect(c->fd, (const struct sockaddr *)&o->addr, o->addrlen) < 0 && errno != EINPROGRESS)
         goto fail;

@@ -36,6 +36,7 @@ typedef struct lg_conn {
     lg_req *ring;               /* requests in send order, from `head` */
     size_t cap, head, count;
     size_t written;             /* the first `written` are sent, unanswered */
+    uint64_t answered;          /* replies on this connection since it opened */
     uint64_t out_off;           /* stream offset of out's first byte */
     uint64_t boundary;          /* stream offset where the first unsent request starts */
     unsigned budget;            /* requests this connection may still take */

@@ -143,7 +143,7 @@ void lg_thread_sent(lg_thread *t, const lg_req *req)
 
     /* A resent request was counted, and its schedule error taken, when
      * it first went out. */
-    if (!req->measured || req->retries)
+    if (!req->measured || req->resent)
         return;
     t->st.c.sent++;
     sv_record(t->st.rec, LG_SCHED_ERR, (int64_t)err);
@@ -428,6 +428,7 @@ static void make_request(lg_thread *t, lg_req *r, uint64_t sched)
     r->sched_ns = sched;
     r->sent_ns = 0;
     r->retries = 0;
+    r->resent = 0;
     r->tx_kernel = 0;
     r->nkeys = 1;
     if (t->o->proto == LG_PROTO_HTTP) {

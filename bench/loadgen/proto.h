@@ -28,7 +28,8 @@ typedef struct {
     uint64_t end_off;       /* connection stream offset just past its bytes */
     uint8_t op;
     uint8_t measured;       /* scheduled inside the measurement phase */
-    uint8_t retries;        /* resent after a keep-alive close (retry.h) */
+    uint8_t resent;         /* went again after a keep-alive close (retry.h) */
+    uint8_t retries;        /* ... after a close that answered nothing on it */
     uint8_t tx_kernel;      /* sent_ns is the kernel's TX stamp */
     uint16_t nkeys;
     uint32_t key[LG_MAX_MULTIGET];  /* key indices, or key[0] = path index */

@@ -14,10 +14,15 @@ int lg_retry_clean_close(int http, size_t buffered, ssize_t n, int err)
     return n == 0 || (n < 0 && err == ECONNRESET);
 }
 
-int lg_retry_take(lg_req *r)
+int lg_retry_take(lg_req *r, int progressed)
 {
+    if (progressed) {
+        r->resent = 1;
+        return 1;
+    }
     if (r->retries >= LG_MAX_RETRIES)
         return 0;
     r->retries++;
+    r->resent = 1;
     return 1;
 }

@@ -3,8 +3,10 @@
  * HTTP keep-alive: a server may end a connection after any complete
  * response (Connection: close, MaxKeepAliveRequests, an idle timeout).
  * Requests pipelined behind that response were never answered, and GETs
- * may safely go again, so they are resent on the next connection, once:
- * a request the server closes on twice is lost.
+ * may safely go again, so they are resent on the next connection. A close
+ * after replies (a keep-alive limit) is progress and costs nothing, however
+ * many requests a busy client had queued behind it; a close before any
+ * reply uses the request's one retry: closed on so twice, it is lost.
  */
 #ifndef LG_RETRY_H
 #define LG_RETRY_H
@@ -20,8 +22,9 @@
  * left unanswered can go again? `n` and `err` are recv()'s result and
  * errno, `buffered` the bytes of an incomplete reply kept from before. */
 int lg_retry_clean_close(int http, size_t buffered, ssize_t n, int err);
-/* An unanswered request on a connection the server closed cleanly: 1 if
- * it goes again (counted on the request), 0 if it is lost. */
-int lg_retry_take(lg_req *r);
+/* An unanswered request on a connection the server closed cleanly, after
+ * `progressed` (some replies on it) or not: 1 if it goes again, 0 if it is
+ * lost. Only a close without progress counts on the request. */
+int lg_retry_take(lg_req *r, int progressed);
 
 #endif
