@@ -189,15 +189,24 @@ def test_stall_closed_loop_hides_it_in_send_latency(fork_memcached: MemcachedSer
 
 
 def test_stall_open_loop_shows_it_in_both(fork_memcached: MemcachedServer, tmp_path: Path) -> None:
-    """Open loop: sends stay on schedule through the stall, so even the
-    latency from the actual send shows it, and the schedule error does not."""
+    """Open loop: sends stay on schedule through the stall, so the requests
+    scheduled in it went out in it and waited there: the latency from the
+    actual send shows the stall for dozens of them (about 60 sent in its
+    first 30 ms at 2000/s), as the latency from the schedule does. (The
+    closed loop holds them back, so there only the one in flight shows
+    it.) Nothing here depends on how punctual a busy machine's sends are:
+    late sends make both latencies larger, not the stall smaller."""
     r = run_with_stall(fork_memcached, tmp_path)
-    assert r["latency_scheduled"]["p99"] >= 20 * MS
-    assert r["latency_sent"]["p99"] >= 20 * MS
-    # Sends held back through the stall would put p99 near 35 ms (as in
-    # the closed loop); 10 ms leaves room for a noisy machine's hiccups.
-    assert r["schedule_error"]["p99"] < 10 * MS, r["schedule_error"]["p99"]
+    sched, sent = r["latency_scheduled"], r["latency_sent"]
+    assert sched["p99"] >= 20 * MS, sched["p99"]
+    assert sent["p99"] >= 20 * MS, sent["p99"]
+    assert at_least(sent, 20 * MS) >= 20, sent["histogram"][-20:]
     assert_clean(r)
+
+
+def at_least(stage: dict[str, Any], ns: int) -> int:
+    """How many values a loadgen histogram holds in buckets from `ns` up."""
+    return sum(n for low, _, n in stage["histogram"] if low >= ns) + stage["overflow"]
 
 
 # ---- httpd -----------------------------------------------------------------
@@ -261,9 +270,9 @@ def test_httpd_keepalive_limit_is_survived(tmp_path: Path) -> None:
 def test_httpd_keepalive_close_resends_pipelined_requests(tmp_path: Path) -> None:
     """Two requests in each write: the close after the 11th reply leaves
     the 12th unanswered, and it goes again first on the next connection,
-    counted as retried, not lost. (Only a stall of 27 ms, 11 requests
-    queued on one connection, could have one closed on twice; at five a
-    write an ASAN build under CI's load was behind enough once.)"""
+    counted as retried, not lost. A client behind its schedule on a busy
+    machine queues more than 11 on one connection; those go again too,
+    as often as the server closes after answering some: none is lost."""
     c = keepalive_run(tmp_path, "-r", "400", "--batch-interval-us", "5000")["counts"]
     assert_clean({"counts": c})
     assert c["retried"] > 0, c
