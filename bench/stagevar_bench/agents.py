@@ -8,9 +8,9 @@
 Each agent is any host with loadgen and sshd: this runs `ssh USER@HOST
 loadgen ...` on all of them at once (OpenSSH's client, no daemon of ours).
 Every agent gets 1/N of -r, a seed of its own (--seed S gives agent i
-S+i) and one --start-at, an absolute CLOCK_REALTIME instant --start-lead
-ahead, so their schedules begin together; its JSON report comes back on
-its ssh channel. The merged report adds counts, rates and histograms and
+S+i) and one --start-at: once every ssh session is up, an absolute
+CLOCK_REALTIME instant --start-lead ahead, so their schedules begin
+together. Each JSON report comes back on its ssh channel. The merged report adds counts, rates and histograms and
 takes percentiles from the added histograms (stagevar_bench.merge), and
 keeps each agent's own report under `agents`. An agent that cannot be
 reached, lacks loadgen or fails mid-run is named, the exit status is 1,
