@@ -58,7 +58,9 @@ def write(path: Path, report: dict[str, Any]) -> None:
         log.output_comment("stagevar load: latency_scheduled in ns, merged over "
                            + ", ".join(a["agent"] for a in report["agents"]))
         log.output_log_format_version()
-        log.output_comment(f"[StartTime: {base_ms / 1e3:.3f} (seconds since epoch), {when.isoformat()}]")
+        # Written as BaseTime is (%f): readers skip an interval that seems
+        # to begin before StartTime.
+        log.output_comment(f"[StartTime: {base_ms / 1e3:.6f} (seconds since epoch), {when.isoformat()}]")
         log.output_base_time(base_ms)
         log.base_time = base_ms        # interval times are then relative to it
         log.output_legend()

@@ -99,14 +99,17 @@ KbdInteractiveAuthentication no
 UsePAM no
 StrictModes no
 PrintMotd no
+AcceptEnv ASAN_OPTIONS UBSAN_OPTIONS
 """)
         log = open(self.tmp / f"sshd_{n}.log", "wb")
         return subprocess.Popen([*self.wrap(ns), str(SSHD), "-D", "-e", "-f", str(conf)],
                                 stdout=log, stderr=subprocess.STDOUT)
 
     def ssh_opts(self) -> list[str]:
+        # SendEnv: a sanitizer build's loadgen reports where the pass looks.
         return ["--ssh-opt", f"-i {self.key}", "--ssh-opt", "-o StrictHostKeyChecking=no",
-                "--ssh-opt", "-o UserKnownHostsFile=/dev/null", "--ssh-opt", "-o LogLevel=ERROR"]
+                "--ssh-opt", "-o UserKnownHostsFile=/dev/null", "--ssh-opt", "-o LogLevel=ERROR",
+                "--ssh-opt", "-o SendEnv=ASAN_OPTIONS", "--ssh-opt", "-o SendEnv=UBSAN_OPTIONS"]
 
     def ssh_ok(self, n: int) -> bool:
         cmd = [*self.wrap(self.hub), "ssh", "-o", "BatchMode=yes", "-o", "ConnectTimeout=5", "-i", str(self.key),
