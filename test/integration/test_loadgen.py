@@ -209,6 +209,32 @@ def at_least(stage: dict[str, Any], ns: int) -> int:
     return sum(n for low, _, n in stage["histogram"] if low >= ns) + stage["overflow"]
 
 
+def test_start_at_begins_the_schedule_then(fork_memcached: MemcachedServer, tmp_path: Path) -> None:
+    """--start-at: the schedule's origin is the instant given, and the
+    run does not begin before it."""
+    at = time.time_ns() + 1_500_000_000
+    launched = time.monotonic()
+    report, _ = loadgen(tmp_path, "-p", str(fork_memcached.port), "-r", "1000", "-d", "0.5", "-w", "0",
+                        "--start-at", str(at))
+    assert time.monotonic() - launched >= 1.5 + 0.5
+    meta = report["meta"]
+    assert meta["start_at_ns"] == at and meta["start_unix_ns"] == at
+    assert meta["start_woke_unix_ns"] >= at
+    assert_clean(report)
+
+
+def test_start_at_that_passed_fails_the_run(fork_memcached: MemcachedServer, tmp_path: Path) -> None:
+    """A start that has passed once loadgen is ready (here: preloading
+    200000 keys takes longer than the 50 ms lead) fails, named, rather
+    than start late."""
+    at = time.time_ns() + 50_000_000
+    proc = subprocess.run([str(loadgen_binary()), "-p", str(fork_memcached.port), "-r", "1000", "-d", "0.5",
+                           "--keys", "200000", "--preload", "--start-at", str(at)],
+                          capture_output=True, text=True, timeout=RUN_TIMEOUT_S)
+    assert proc.returncode == 1, proc.stderr
+    assert f"--start-at {at} passed" in proc.stderr
+
+
 # ---- httpd -----------------------------------------------------------------
 
 def test_httpd_rate_and_server_counts(tmp_path: Path) -> None:
