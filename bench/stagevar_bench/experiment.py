@@ -167,7 +167,9 @@ def httpd_conf(design: Design, level: Level, client_addr: str | None) -> str:
 def trim_report(report: dict[str, Any]) -> dict[str, Any]:
     """What a result keeps of loadgen's JSON: everything but the per-client
     slots and the histograms nobody analyses."""
-    keep = {k: report[k] for k in ("meta", "rates", "counts", "cpu", "time_series") if k in report}
+    keep = {k: report[k] for k in ("meta", "rates", "counts", "cpu") if k in report}
+    keep["time_series"] = [{f: v for f, v in s.items() if f != "histogram"}
+                           for s in report.get("time_series", [])]
     for k in ("latency_scheduled", "batch_size"):
         keep[k] = report.get(k, {})
     for k in ("latency_sent", "schedule_error", "connect"):
