@@ -252,9 +252,6 @@ def run_agent(cmd: list[str], agent: Agent, loadgen: str, start: Start, run_s: f
         proc.communicate()
         into[agent] = Outcome(agent, error=f"agent {agent.spec}: no report {run_s:.0f} s after the start")
         return
-    except BrokenPipeError:
-        out, err = "", proc.stderr.read()                # type: ignore[union-attr]
-        proc.wait()
     if agent not in into:
         into[agent] = judge(agent, loadgen, proc.returncode, out, err)
 
