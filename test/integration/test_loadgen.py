@@ -282,15 +282,14 @@ def keepalive_run(tmp_path: Path, *extra: str) -> dict[str, Any]:
 
 
 def test_httpd_keepalive_limit_is_survived(tmp_path: Path) -> None:
-    """One request at a time: loadgen reconnects after every close, and a
-    request sent before the close was read goes again, so none is lost.
-    (At 200 req/s only a stall of 55 ms, 11 requests queued on one
-    connection, could have one closed on twice; at 500 a busy CI's 22 ms
-    did once.)"""
+    """loadgen reconnects after every close, and a request sent before the
+    close was read goes again, so none is lost, however many a busy
+    machine queued. Replies in the measurement came on the first
+    connection or on ones opened in it (connections_opened counts those),
+    11 each: a backlog drained after it may use connections not counted."""
     c = keepalive_run(tmp_path, "-r", "200")["counts"]
     assert_clean({"counts": c})
-    assert c["connections_opened"] >= c["completed"] / 11 - 1, c
-    assert c["retried"] <= c["connections_opened"] * 2, c
+    assert c["connections_opened"] >= c["completed_in_window"] / 11 - 1, c
 
 
 def test_httpd_keepalive_close_resends_pipelined_requests(tmp_path: Path) -> None:
