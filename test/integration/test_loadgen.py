@@ -223,6 +223,17 @@ def test_start_at_begins_the_schedule_then(fork_memcached: MemcachedServer, tmp_
     assert_clean(report)
 
 
+def test_time_series_seconds_carry_their_histograms(fork_memcached: MemcachedServer, tmp_path: Path) -> None:
+    """Each second's histogram holds that second's latencies, so seconds
+    from several loadgens add exactly (stagevar load --hdr-log)."""
+    report, _ = loadgen(tmp_path, "-p", str(fork_memcached.port), "-r", "2000", "-d", "2", "-w", "0.2")
+    series = report["time_series"]
+    assert len(series) >= 2
+    for s in series:
+        assert sum(n for _, _, n in s["histogram"]) == s["latency_count"], s["second"]
+    assert sum(s["latency_count"] for s in series) == report["latency_scheduled"]["count"]
+
+
 def test_start_at_that_passed_fails_the_run(fork_memcached: MemcachedServer, tmp_path: Path) -> None:
     """A start that has passed once loadgen is ready (here: preloading
     200000 keys takes longer than the 50 ms lead) fails, named, rather
