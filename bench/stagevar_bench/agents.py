@@ -159,7 +159,8 @@ def build_parser() -> Parser:
     p.add_argument("--start-lead", default="2s", metavar="TIME",
                    help="once every ssh session is up, how far ahead the common start is: time for "
                         "loadgen to connect (and --preload) (default 2s)")
-    p.add_argument("--json", type=Path, metavar="FILE", help="write the merged report here")
+    p.add_argument("--json", type=Path, metavar="FILE",
+                   help="write the merged report here (-: stdout, the summary then on stderr)")
     p.add_argument("--hdr-log", type=Path, metavar="FILE",
                    help="write latency_scheduled per second as an HdrHistogram interval log")
     p.add_argument("loadgen_args", nargs=argparse.REMAINDER, help="-- LOADGEN_ARGS")
@@ -340,8 +341,11 @@ def load(argv: Sequence[str]) -> int:
             raise LoadError(str(e)) from None
     start_at_ns, outcomes = run_agents(agents, ssh_opts, args.agent_loadgen, lg, lead_s)
     report = merged_report(agents, outcomes, start_at_ns, argv)
-    print_summary(report)
-    if args.json:
+    to_stdout = args.json == Path("-")
+    print_summary(report, sys.stderr if to_stdout else sys.stdout)
+    if to_stdout:
+        print(json.dumps(report))
+    elif args.json:
         args.json.write_text(json.dumps(report) + "\n")
     if args.hdr_log and report["agents"]:
         hdrlog.write(args.hdr_log, report)

@@ -261,6 +261,8 @@ def test_unreachable_agent_and_missing_loadgen_are_named(lab: Lab, server: Memca
     r = json.loads(out.read_text())
     assert r["partial"] and [a["agent"] for a in r["agents"]] == [f"root@{lab.addr(1)}"]
     proc = stagevar_load(lab, "--agents", f"root@{lab.addr(3)}", *lab.ssh_opts(),
-                         "--agent-loadgen", "/nonexistent/loadgen", "--", *load_args(server, "1s"))
+                         "--agent-loadgen", "/nonexistent/loadgen", "--json", "-", "--", *load_args(server, "1s"))
     assert proc.returncode == 1
-    assert f"agent root@{lab.addr(3)} lacks loadgen at /nonexistent/loadgen" in proc.stdout
+    assert f"agent root@{lab.addr(3)} lacks loadgen at /nonexistent/loadgen" in proc.stderr
+    r = json.loads(proc.stdout)
+    assert r["partial"] and r["agents"] == [] and r["failed"][0]["agent"] == f"root@{lab.addr(3)}"
