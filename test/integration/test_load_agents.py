@@ -76,7 +76,10 @@ class Lab:
         for n, ns in enumerate(self.agents, 1):
             self.sshds.append(self.start_sshd(n, ns))
         for n in range(1, AGENTS + 1):
-            wait_until(f"sshd on {self.addr(n)}", lambda n=n: self.ssh_ok(n), timeout=30, poll_s=0.3)
+            try:
+                wait_until(f"sshd on {self.addr(n)}", lambda n=n: self.ssh_ok(n), timeout=30, poll_s=0.3)
+            except AssertionError as e:
+                raise AssertionError(f"{e}; its log:\n{(self.tmp / f'sshd_{n}.log').read_text()}") from None
         return self
 
     def keys(self) -> None:
