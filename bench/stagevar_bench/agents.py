@@ -332,7 +332,12 @@ def load(argv: Sequence[str]) -> int:
     agents = parse_agents(args.agents)
     ssh_opts = [w for opt in args.ssh_opt for w in split_opt(opt)]
     lead_s = parse_time_s(args.start_lead, "--start-lead")
+    if not lead_s > 0:
+        raise LoadError(f"--start-lead must be > 0, not {args.start_lead!r}")
     lg = parse_loadgen_args(rest)
+    for name, path in (("--json", args.json), ("--hdr-log", args.hdr_log)):
+        if path is not None and path != Path("-") and not path.parent.is_dir():
+            raise LoadError(f"{name}: {str(path)!r}: no such directory {str(path.parent)!r}")
     if args.hdr_log:
         from stagevar_bench import hdrlog      # only then is the library needed
         try:

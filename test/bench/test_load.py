@@ -43,6 +43,9 @@ def stagevar_load(*args: str) -> subprocess.CompletedProcess[str]:
     ([*GOOD, "--", "-r", "10", "-d", "5parsecs"], "'5parsecs'"),
     ([*GOOD, "--ssh-opt", "i KEY", "--", "-r", "10"], "'i KEY'"),
     ([*GOOD, "--start-lead", "soon", "--", "-r", "10"], "'soon'"),
+    ([*GOOD, "--start-lead", "0", "--", "-r", "10"], "must be > 0, not '0'"),
+    ([*GOOD, "--json", "/nonexistent/dir/x.json", "--", "-r", "10"], "'/nonexistent/dir/x.json'"),
+    ([*GOOD, "--hdr-log", "/nonexistent/dir/x.hlog", "--", "-r", "10"], "'/nonexistent/dir/x.hlog'"),
     ([*GOOD, "--bogus", "--", "-r", "10"], "--bogus"),
 ])
 def test_bad_input_is_named(args: list[str], named: str) -> None:
