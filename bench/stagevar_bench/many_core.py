@@ -75,8 +75,8 @@ FULL = Size(budget_s=520, httpd_threads=(5, 10, 25), httpd_shares=(0.3, 0.6, 0.9
             httpd_duration_s=0.6, httpd_warmup_s=0.2, mc_threads=4, mc_shares=(0.6, 0.9), mc_max_rounds=8,
             mc_duration_s=0.6, mc_warmup_s=0.3, etc_keys=300000, demo_keys=200000, bisections=2,
             probe_s=0.5, httpd_start=5000, httpd_max=2e6, mc_start=100000, mc_max=6.4e6)
-SMOKE = Size(budget_s=150, httpd_threads=(5, 25), httpd_shares=(0.3, 0.9), httpd_rounds=2,
-             httpd_duration_s=0.3, httpd_warmup_s=0.1, mc_threads=2, mc_shares=(0.6, 0.9), mc_max_rounds=1,
+SMOKE = Size(budget_s=60, httpd_threads=(5, 25), httpd_shares=(0.3, 0.9), httpd_rounds=2,
+             httpd_duration_s=0.3, httpd_warmup_s=0.1, mc_threads=2, mc_shares=(0.6, 0.9), mc_max_rounds=2,
              mc_duration_s=0.3, mc_warmup_s=0.1, etc_keys=20000, demo_keys=20000, bisections=0,
              probe_s=0.3, httpd_start=1000, httpd_max=4000, mc_start=10000, mc_max=40000)
 
@@ -327,8 +327,9 @@ def median(values: list[float]) -> float | None:
 def fmt_ratio(e: dict[str, Any] | None) -> str:
     if not e or "error" in e:
         return "-"
-    hi = "inf" if not math.isfinite(e["high"]) else f"{e['high']:.2f}"
-    return f"x{e['ratio']:.2f} [{e['low']:.2f}, {hi}]"
+    lo = f"{e['low']:.2f}" if math.isfinite(e["low"]) else "0"
+    hi = f"{e['high']:.2f}" if math.isfinite(e["high"]) else "inf"
+    return f"x{e['ratio']:.2f} [{lo}, {hi}]"
 
 
 def us(ns: float | None) -> str:
@@ -407,8 +408,12 @@ def measure(args: argparse.Namespace, size: Size, lay: Layout, log: Log) -> int:
         f"{sum(len(d['levels']) for d in plan_['designs'])} levels -> {args.out / 'plan.json'}")
     designs = httpd_designs(size, lay) if args.only != "memcached" else []
     mcs = mc_designs(size, lay) if args.only != "httpd" else []
-    for d in designs + mcs:
-        d.validate()
+    try:
+        for d in designs + mcs:
+            d.validate()
+    except ExperimentError as e:
+        log(f"error: {e}")
+        return 1
     results = new_results([f"Size {plan_['size']}; server CPUs {cpu_list(lay.server)}, "
                            f"loadgen CPUs {cpu_list(lay.client)}."])
     runs: dict[str, list[dict[str, Any]]] = {d.name: [] for d in designs + mcs}
