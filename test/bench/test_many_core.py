@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from stagevar_bench.many_core import MC_LRU
+from stagevar_bench.many_core import FULL, MC_LRU, UsageError, layout, plan
 from stagevar_bench.servers import build_binary
 
 REPO = Path(__file__).resolve().parents[2]
@@ -129,3 +129,25 @@ def test_too_few_cpus_is_refused_without_smoke(tmp_path: Path) -> None:
     assert res.returncode == 2
     assert "needs 8 or more CPUs" in res.stderr and "--smoke" in res.stderr
     assert not (tmp_path / "out").exists()
+
+
+def test_full_size_on_16_cpus_keeps_server_and_client_apart() -> None:
+    lay = layout(range(16), smoke=False)
+    assert lay.server == tuple(range(8)) and lay.client == tuple(range(8, 16))
+    p = plan(FULL, lay, None, 47, FULL.budget_s)
+    httpd = [d for d in p["designs"] if d["server"] == "httpd"]
+    assert len(httpd) == 6 and all(len(d["levels"]) == 2 for d in httpd)      # 2 modes x 5/10/25 threads
+    assert {d["server_cpus"] for d in httpd} == {"0,1,2,3,4,5"}
+    assert all("StartServers 6\n" in d["levels"][0]["httpd_conf"] for d in httpd)
+    assert {d["client_cpus"] for d in p["designs"]} == {"8,9,10,11,12,13,14,15"}
+    mc = [d for d in p["designs"] if d["server"] == "memcached"]
+    assert len(mc) == 2 and all(len(d["levels"]) == 12 for d in mc)
+    both = next(l for l in mc[0]["levels"] if l["name"] == "both+lru-stock")["server_args"]
+    assert both == ["-o", "worker_cpus=0,1,2,3", "-o", "pin_helpers=4"]
+    assert mc[0]["server_args"][:2] == ["-t", "4"]
+
+
+@pytest.mark.parametrize("cpus", [range(2), range(7)])
+def test_full_size_refuses_fewer_than_8_cpus(cpus: range) -> None:
+    with pytest.raises(UsageError, match=f"may use {len(cpus)} "):
+        layout(cpus, smoke=False)
