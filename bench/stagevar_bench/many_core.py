@@ -82,8 +82,12 @@ FULL = Size(budget_s=540, httpd_threads=(5, 10, 25), httpd_shares=(0.3, 0.6, 0.9
 SMOKE = Size(budget_s=60, httpd_threads=(5, 25), httpd_shares=(0.3, 0.9), httpd_rounds=2,
              httpd_duration_s=0.3, httpd_warmup_s=0.1, mc_threads=2, mc_shares=(0.6, 0.9), mc_max_rounds=2,
              mc_duration_s=0.3, mc_warmup_s=0.1, etc_keys=20000, demo_keys=20000, bisections=0,
-             probe_s=0.3, httpd_start=1000, httpd_max=4000, mc_start=10000, mc_max=40000)
+             probe_s=0.3, httpd_start=250, httpd_max=2000, mc_start=2500, mc_max=20000)
 
+
+# The smoke size's capacity searches start low: only their path is under
+# test, and on a loaded CI machine a first rate that is not sustained
+# (twice) would end the search with nothing.
 
 # ------------------------------------------------------------ arguments
 
@@ -254,7 +258,8 @@ def plan(size: Size, lay: Layout, only: str | None, seed: int, budget_s: float) 
             "stop_rule": "a round that would end past the budget is not started (the first of each server "
                          f"always runs); with memcached to follow, httpd's budget is "
                          f"{HTTPD_BUDGET_SHARE:.0%} of the whole",
-            "designs": [asdict(d) for d in designs]}
+            "designs": [dict(asdict(d), loads="the shares above of the capacity measured first")
+                        for d in designs]}
 
 
 # ------------------------------------------------------------- running
@@ -343,6 +348,10 @@ def us(ns: float | None) -> str:
     return "-" if ns is None else f"{ns / 1e3:.1f}"
 
 
+def cores(share: float | None) -> str:
+    return "-" if share is None else f"{share:.2f}"
+
+
 def experiment_table(exp: dict[str, Any], shares: dict[float, float]) -> list[str]:
     """One row per cell: its runs' medians, hit ratio where memcached's,
     and its ratios to the design's first level with exact CIs."""
@@ -355,12 +364,14 @@ def experiment_table(exp: dict[str, Any], shares: dict[float, float]) -> list[st
         if h is not None and not run.get("error"):
             hits.setdefault((run["cell"]["knob"], float(run["cell"]["load"])), []).append(h)
     memcached = exp["design"]["server"] == "memcached"
-    head = ("| level | load | runs | mean us | p90 us | p99 us | lost |" + (" hit ratio |" if memcached else "")
+    head = ("| level | load | runs | mean us | p90 us | p99 us | lost | others' cores |"
+            + (" hit ratio |" if memcached else "")
             + "".join(f" {m} ratio [95% CI] |" for m in COMPARED))
     lines = [f"### {exp['design']['name']}", "", exp["design"]["description"], "",
              f"Runs: {a['runs_total']} ({a['runs_failed']} failed"
              + (f": {'; '.join(a['failures'])[:300]}" if a["failures"] else "") + f"). Baseline: {a['baseline']}.",
-             "", head, "|" + "---|" * (head.count("|") - 1)]
+             "Others' cores: what other tasks took of the server's CPUs during a run (median; "
+             "loadgen is among them if it strays there).", "", head, "|" + "---|" * (head.count("|") - 1)]
     for c in a["cells"]:
         key = (c["knob"], c["load"])
         r = ratios.get(key, {})
@@ -368,7 +379,7 @@ def experiment_table(exp: dict[str, Any], shares: dict[float, float]) -> list[st
         share = shares.get(c["load"])
         lines.append(f"| {c['knob']} | {c['load']:.0f} req/s" + (f" ({share:.0%})" if share else "")
                      + f" | {c['runs']} | {us(c['mean_ns']['value'])} | {us(c['percentiles']['p90']['value'])} | "
-                     f"{us(c['percentiles']['p99']['value'])} | {c['loss']:.2%} |"
+                     f"{us(c['percentiles']['p99']['value'])} | {c['loss']:.2%} | {cores(c['outside_cores'])} |"
                      + (f" {'-' if hit is None else f'{hit:.3f}'} |" if memcached else "")
                      + "".join(f" {'baseline' if c['knob'] == a['baseline'] else fmt_ratio(r.get(m))} |"
                                for m in COMPARED))

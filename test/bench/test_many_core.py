@@ -84,7 +84,8 @@ def test_every_declared_cell_has_a_row_with_ratios(smoke: Path) -> None:
                 for cell in ratios:
                     assert re.fullmatch(r"x\d+\.\d\d \[(0|\d+\.\d\d), (inf|\d+\.\d\d)\]", cell), cell
             if design["server"] == "memcached":
-                assert re.fullmatch(r"[01]\.\d{3}", r[7]), r       # the hit ratio
+                assert re.fullmatch(r"[01]\.\d{3}", r[8]), r       # the hit ratio
+            assert re.fullmatch(r"-|\d+\.\d\d", r[7]), r           # the others' cores
 
 
 def test_memcached_levels_cross_placement_and_lru(smoke: Path) -> None:
