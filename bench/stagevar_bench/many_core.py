@@ -79,15 +79,14 @@ FULL = Size(budget_s=540, httpd_threads=(5, 10, 25), httpd_shares=(0.3, 0.6, 0.9
             httpd_duration_s=0.6, httpd_warmup_s=0.2, mc_threads=4, mc_shares=(0.6, 0.9), mc_max_rounds=8,
             mc_duration_s=0.5, mc_warmup_s=0.2, etc_keys=200000, demo_keys=200000, bisections=2,
             probe_s=0.5, httpd_start=5000, httpd_max=2e6, mc_start=100000, mc_max=6.4e6)
+# The smoke size's capacity searches start low: only their path is under
+# test, and on a loaded CI machine a first rate not sustained (twice)
+# would end the search with nothing.
 SMOKE = Size(budget_s=60, httpd_threads=(5, 25), httpd_shares=(0.3, 0.9), httpd_rounds=2,
              httpd_duration_s=0.3, httpd_warmup_s=0.1, mc_threads=2, mc_shares=(0.6, 0.9), mc_max_rounds=2,
              mc_duration_s=0.3, mc_warmup_s=0.1, etc_keys=20000, demo_keys=20000, bisections=0,
              probe_s=0.3, httpd_start=250, httpd_max=2000, mc_start=2500, mc_max=20000)
 
-
-# The smoke size's capacity searches start low: only their path is under
-# test, and on a loaded CI machine a first rate that is not sustained
-# (twice) would end the search with nothing.
 
 # ------------------------------------------------------------ arguments
 
@@ -102,7 +101,7 @@ def parse_args(argv: Sequence[str]) -> argparse.Namespace:
     p.add_argument("--no-build", action="store_true", help="use the tree as built")
     p.add_argument("--build-only", action="store_true", help="build, then stop")
     p.add_argument("--upstream-cache", type=Path, metavar="DIR",
-                   help="upstream tarballs for a host without network (configure --with-upstream-cache)")
+                   help="the upstream tarballs to build from (configure --with-upstream-cache)")
     p.add_argument("--check-only", action="store_true", help=argparse.SUPPRESS)
     args = p.parse_args(argv)
     if args.no_build and args.build_only:
@@ -178,7 +177,8 @@ def httpd_designs(size: Size, lay: Layout) -> list[Any]:
                 server_cpus=cpu_list(lay.server[:children]), client_cpus=cpu_list(lay.client),
                 client_args=[*loadgen_threads(lay), "--requests-per-conn", str(rpc)],
                 ideal_servers=children, ideal_shared=True,
-                description=f"httpd fork, event MPM, {children} children x {t} threads on CPUs "
+                description=f"httpd fork, event MPM, {children} {'child' if children == 1 else 'children'} "
+                            f"x {t} threads on CPUs "
                             f"{cpu_list(lay.server[:children])}, a 280-byte page; loadgen on "
                             f"{cpu_list(lay.client)}, {clients * len(lay.client)} sequential clients, "
                             f"{rpc} request(s) a connection, deterministic arrivals. "
@@ -352,11 +352,29 @@ def cores(share: float | None) -> str:
     return "-" if share is None else f"{share:.2f}"
 
 
-def experiment_table(exp: dict[str, Any], shares: dict[float, float]) -> list[str]:
+def analysis(exp: dict[str, Any]) -> dict[str, Any]:
+    from stagevar_bench.analyze import analyze_experiment
+    return analyze_experiment(exp, conf=CONF, reps=500, with_qr=False, with_ideal=False)
+
+
+def pinning_summary(analysed: list[tuple[dict[str, Any], dict[str, Any]]],
+                    shares: dict[str, dict[float, float]]) -> list[str]:
+    """ProcessCorePinning on / off in every httpd cell, in one table."""
+    lines = ["### ProcessCorePinning on / off, every httpd cell", "",
+             "| design | load | runs a side | " + " | ".join(f"{m} ratio [95% CI]" for m in COMPARED) + " |",
+             "|---|---|---|" + "---|" * len(COMPARED)]
+    for exp, a in analysed:
+        for r in a["ratios"]:
+            share = shares.get(a["name"], {}).get(r["load"])
+            lines.append(f"| {a['name']} | {r['load']:.0f} req/s" + (f" ({share:.0%})" if share else "")
+                         + f" | {'/'.join(str(n) for n in r['ranks']['mean'].get('runs', []))} | "
+                         + " | ".join(fmt_ratio(r["ranks"].get(m)) for m in COMPARED) + " |")
+    return lines + [""]
+
+
+def experiment_table(exp: dict[str, Any], a: dict[str, Any], shares: dict[float, float]) -> list[str]:
     """One row per cell: its runs' medians, hit ratio where memcached's,
     and its ratios to the design's first level with exact CIs."""
-    from stagevar_bench.analyze import analyze_experiment
-    a = analyze_experiment(exp, conf=CONF, reps=500, with_qr=False, with_ideal=False)
     ratios = {(r["knob"], r["load"]): r["ranks"] for r in a["ratios"]}
     hits: dict[tuple[str, float], list[float]] = {}
     for run in exp["runs"]:
@@ -370,8 +388,7 @@ def experiment_table(exp: dict[str, Any], shares: dict[float, float]) -> list[st
     lines = [f"### {exp['design']['name']}", "", exp["design"]["description"], "",
              f"Runs: {a['runs_total']} ({a['runs_failed']} failed"
              + (f": {'; '.join(a['failures'])[:300]}" if a["failures"] else "") + f"). Baseline: {a['baseline']}.",
-             "Others' cores: what other tasks took of the server's CPUs during a run (median; "
-             "loadgen is among them if it strays there).", "", head, "|" + "---|" * (head.count("|") - 1)]
+             "", head, "|" + "---|" * (head.count("|") - 1)]
     for c in a["cells"]:
         key = (c["knob"], c["load"])
         r = ratios.get(key, {})
@@ -401,14 +418,19 @@ def markdown(results: dict[str, Any], plan_: dict[str, Any], shares: dict[str, d
              f"Budget {plan_['budget_s']:g} s of measuring; seed {plan_['seed']}.", "",
              "Declared before any run (plan.json): every cell below, the loads as shares of capacity, "
              f"the rounds ({plan_['rounds']['httpd']} for httpd; memcached: {plan_['rounds']['memcached']}), "
-             f"and the stop rule: {plan_['stop_rule']}.", "", "Statistic: " + plan_["statistic"], ""]
+             f"and the stop rule: {plan_['stop_rule']}.", "", "Statistic: " + plan_["statistic"], "",
+             "Others' cores: what other tasks took of the server's CPUs during a run, in cores (median "
+             "over the cell's runs); loadgen would be among them if it strayed there.", ""]
     lines += ["## Notes", ""] + [f"- {n}" for n in results["notes"]] + [""]
     for server in ("httpd", "memcached"):
-        exps = [e for e in results["experiments"] if e["design"]["server"] == server]
-        if exps:
-            lines += [f"## {server}", ""]
-            for e in exps:
-                lines += experiment_table(e, shares.get(e["design"]["name"], {}))
+        analysed = [(e, analysis(e)) for e in results["experiments"] if e["design"]["server"] == server]
+        if not analysed:
+            continue
+        lines += [f"## {server}", ""]
+        if server == "httpd":
+            lines += pinning_summary(analysed, shares)
+        for e, a in analysed:
+            lines += experiment_table(e, a, shares.get(e["design"]["name"], {}))
     return "\n".join(lines)
 
 

@@ -29,7 +29,7 @@ def run(*args: str, timeout: float = 60, env: dict[str, str] | None = None) -> s
 def table_rows(md: str, design: str) -> list[list[str]]:
     """The cells of one design's table in many-core.md."""
     section = md.split(f"### {design}\n", 1)[1].split("\n### ", 1)[0].split("\n## ", 1)[0]
-    rows = [l for l in section.splitlines() if l.startswith("| ") and not l.startswith("| level")]
+    rows = [l for l in section.splitlines() if l.startswith("| ") and not l.startswith(("| level", "| design"))]
     return [[c.strip() for c in r.strip("|").split("|")] for r in rows]
 
 
@@ -152,3 +152,13 @@ def test_full_size_on_16_cpus_keeps_server_and_client_apart() -> None:
 def test_full_size_refuses_fewer_than_8_cpus(cpus: range) -> None:
     with pytest.raises(UsageError, match=f"may use {len(cpus)} "):
         layout(cpus, smoke=False)
+
+
+def test_pinning_summary_has_every_httpd_comparison(smoke: Path) -> None:
+    plan = json.loads((smoke / "plan.json").read_text())
+    md = (smoke / "many-core.md").read_text()
+    rows = table_rows(md, "ProcessCorePinning on / off, every httpd cell")
+    httpd = [d["name"] for d in plan["designs"] if d["server"] == "httpd"]
+    shares = plan["loads"]["httpd"]["shares_of_capacity"]
+    assert sorted((r[0], r[1].split("(")[-1]) for r in rows) == \
+        sorted((n, f"{s:.0%})") for n in httpd for s in shares)
