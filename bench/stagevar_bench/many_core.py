@@ -509,10 +509,10 @@ class Session:
             ready += self.with_loads([d], size.mc_shares, found)
         cells = sum(len(d.levels) * len(d.loads) for d in ready)
         round_s = cells * sum(run_s) / len(run_s)
-        left = self.t0 + self.budget - time.monotonic()
+        left = max(0.0, self.t0 + self.budget - time.monotonic())
         rounds = max(1, min(size.mc_max_rounds, int(left // round_s)))
-        self.note(f"memcached: {rounds} round(s) for the {left:.0f} s left ({cells} cells, about "
-                  f"{round_s:.0f} s a round from the capacity probes; the first runs in any case).")
+        self.note(f"memcached: {rounds} round(s) for the {left:.0f} s of the budget left ({cells} cells, "
+                  f"about {round_s:.0f} s a round from the capacity probes; the first runs in any case).")
         self.memcached = [replace(d, runs=rounds) for d in ready]
         done = run_rounds(self.memcached, rounds, self.args.seed + 1, self.t0 + self.budget, self.log,
                           self.runs, after_round=self.save)
