@@ -10,6 +10,8 @@ import shutil
 import subprocess
 from pathlib import Path
 
+import pytest
+
 REPO = Path(__file__).resolve().parents[2]
 TOOL = REPO / "tools" / "check-httpd-trunk"
 
@@ -41,3 +43,16 @@ def test_a_bad_pin_is_an_error_naming_the_value(tmp_path: Path) -> None:
     r = run(tmp_path / "tools" / "check-httpd-trunk", str(tmp_path))
     assert r.returncode != 0, r
     assert "'0cb680442e'" in r.stderr and "40 hex digits" in r.stderr, r.stderr
+
+
+def test_the_trunk_forms_apply_together_in_either_order() -> None:
+    """With a trunk ($HTTPD_TRUNK: a clone or the mirror), every check
+    passes, and each order of the topics is one of them."""
+    trunk = os.environ.get("HTTPD_TRUNK", "")
+    if not trunk:
+        pytest.skip("no $HTTPD_TRUNK: a clone or mirror of https://github.com/apache/httpd")
+    r = subprocess.run([str(TOOL), trunk], capture_output=True, text=True, timeout=600)
+    assert r.returncode == 0, r.stdout + r.stderr
+    orders = [line for line in r.stdout.splitlines() if " then " in line]
+    assert len(orders) == 2, r.stdout
+    assert all(line.startswith("ok ") for line in orders), r.stdout

@@ -10,6 +10,7 @@ import json
 import subprocess
 import time
 import urllib.request
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Iterator
 
@@ -168,6 +169,43 @@ def test_counts_survive_a_graceful_restart(traced: HttpdServer) -> None:
     time.sleep(0.5)
     after = int(parse_auto(get(traced.url("/stage-stats?auto")))["StageRequests"])
     assert after >= before
+
+
+def test_concurrent_requests_are_all_counted(traced: HttpdServer) -> None:
+    # A child's threads share its row: none of their updates may be lost.
+    clients, each = 8, 25
+    with ThreadPoolExecutor(clients) as pool:
+        pages = list(pool.map(lambda _: get(traced.url("/")), range(clients * each)))
+    assert pages == [PAGE] * (clients * each)
+    fields = settled_stats(traced, clients * each)
+    assert int(fields["StageRequestsSeen"]) >= clients * each
+    assert int(fields["Stage_parse_to_response_count"]) == int(fields["StageRequests"])
+
+
+def vm_size_kb(pid: int) -> int:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmSize:"):
+            return int(line.split()[1])
+    raise AssertionError(f"no VmSize line in /proc/{pid}/status")
+
+
+def test_trace_on_maps_little_more_than_off() -> None:
+    """At the event MPM's default limits (the base configuration sets
+    none: ServerLimit 16, ThreadLimit 64) the parent's address space with
+    StageTrace on may exceed Off's by 8 MB at most: the rows are sized
+    per child, not per (child, thread), which mapped 96 MB."""
+    binary = binary_or_skip("fork", "httpd")
+    sizes = []
+    for conf in ("StageTrace off\n", "StageTrace on\n"):
+        server = start(binary, conf + HANDLER)
+        try:
+            assert get(server.url("/")) == PAGE
+            assert server.proc is not None
+            sizes.append(vm_size_kb(server.proc.pid))
+        finally:
+            server.stop()
+    off, on = sizes
+    assert on - off <= 8 * 1024, f"StageTrace on maps {on - off} kB more than off ({on} vs {off} kB)"
 
 
 def test_off_by_default_records_nothing() -> None:
