@@ -187,6 +187,15 @@ def upgrade(work: Path, fork_deb: str, debian_deb: str) -> dict[str, Any]:
     facts["verify"] = root.chroot("systemd-analyze", "verify",
                                   "/lib/systemd/system/memcached.service")
     facts["serve"] = serve_as_unit(root)
+    # Debian's memcached, left in "rc", purged: it takes the conf and the
+    # user away (its own doing); a reinstall that restores missing
+    # conffiles brings both back.
+    facts["debian_purge"] = root.chroot("dpkg", "--purge", "memcached")
+    facts["restore"] = root.chroot("apt-get", "install", "-y", "-q", "--reinstall",
+                                   "-o", "Dpkg::Options::=--force-confmiss",
+                                   f"/tmp/{Path(fork_deb).name}")
+    facts["restored_user"] = root.chroot("getent", "passwd", "memcache")
+    facts["restored_verify"] = root.chroot("dpkg", "--verify", "memcached-stagevar")
     return facts
 
 

@@ -115,6 +115,18 @@ def test_upgrade_over_debians_memcached_keeps_the_changed_conf(facts: Any) -> No
     assert not up["memcached_status_after"].startswith("ii"), up["memcached_status_after"]
     assert up["conf_before"] and up["conf_after"] == up["conf_before"]
     assert "stagevar" in up["version"]["out"], up["version"]
+    # The package warns of the state Debian's memcached is left in.
+    install = up["fork_install"]
+    assert "purging it deletes /etc/memcached.conf" in install["out"] + install["err"]
+
+
+def test_a_reinstall_restores_what_purging_debians_memcached_took(facts: Any) -> None:
+    up = facts["upgrade"]
+    assert ok(up["debian_purge"]), up["debian_purge"]
+    assert ok(up["restore"]), up["restore"]
+    assert up["restored_user"]["out"].startswith("memcache:"), up["restored_user"]
+    # Every file of the package as shipped, /etc/memcached.conf included.
+    assert ok(up["restored_verify"]) and up["restored_verify"]["out"] == "", up["restored_verify"]
 
 
 def test_server_runs_as_its_unit_with_the_options_of_the_conf(facts: Any) -> None:
