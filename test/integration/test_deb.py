@@ -43,7 +43,8 @@ def fork_deb() -> Path:
     proc = subprocess.run(["make", "-s", "deb"], cwd=builddir(), capture_output=True,
                           text=True, timeout=1200)
     assert proc.returncode == 0, proc.stdout + proc.stderr
-    return Path(proc.stdout.strip().splitlines()[-1])
+    # make's own lines (say, under make check's MAKEFLAGS) come before it.
+    return Path(next(l for l in reversed(proc.stdout.splitlines()) if l.endswith(".deb")))
 
 
 @pytest.fixture(scope="module")
