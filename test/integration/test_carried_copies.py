@@ -63,9 +63,10 @@ def without_licence(text: str) -> str:
     return text.lstrip("\n")
 
 
-def code_only(line: str, in_comment: bool) -> tuple[str, bool]:
-    """The line's code with comments, string and character literals
-    blanked (their braces and semicolons do not count), and whether a
+def code_only(line: str, in_comment: bool, literals: bool = False) -> tuple[str, bool]:
+    """The line's code with comments removed (a space where a block
+    comment ends) and, unless literals, string and character literals
+    blanked (their braces and semicolons do not count); and whether a
     block comment is still open at its end."""
     out, i = [], 0
     while i < len(line):
@@ -74,13 +75,17 @@ def code_only(line: str, in_comment: bool) -> tuple[str, bool]:
             if end < 0:
                 return "".join(out), True
             in_comment, i = False, end + 2
+            out.append(" ")
         elif line.startswith("/*", i):
             in_comment, i = True, i + 2
         elif line.startswith("//", i):
             break
         elif line[i] in "\"'":
             m = re.match(r"""(["'])(?:\\.|(?!\1).)*\1""", line[i:])
-            i += len(m[0]) if m else 1
+            n = len(m[0]) if m else 1
+            if literals:
+                out.append(line[i:i + n])
+            i += n
         else:
             out.append(line[i])
             i += 1
@@ -129,28 +134,8 @@ def code_of(item: str) -> str:
     one space. String and character literals are kept as written."""
     out, in_comment = [], False
     for line in item.splitlines():
-        code, i = [], 0
-        while i < len(line):
-            if in_comment:
-                end = line.find("*/", i)
-                if end < 0:
-                    i = len(line)
-                    continue
-                in_comment, i = False, end + 2
-                code.append(" ")
-            elif line.startswith("/*", i):
-                in_comment, i = True, i + 2
-            elif line.startswith("//", i):
-                break
-            elif line[i] in "\"'":
-                m = re.match(r"""(["'])(?:\\.|(?!\1).)*\1""", line[i:])
-                n = len(m[0]) if m else 1
-                code.append(line[i:i + n])
-                i += n
-            else:
-                code.append(line[i])
-                i += 1
-        out.append("".join(code))
+        code, in_comment = code_only(line, in_comment, literals=True)
+        out.append(code)
     return " ".join(" ".join(out).split())
 
 
