@@ -30,6 +30,7 @@ import json
 import math
 import os
 import random
+import statistics
 import sys
 import time
 from dataclasses import asdict, dataclass, replace
@@ -329,11 +330,7 @@ def hit_ratio(run: dict[str, Any]) -> float | None:
 
 
 def median(values: list[float]) -> float | None:
-    values = sorted(values)
-    if not values:
-        return None
-    mid = len(values) // 2
-    return values[mid] if len(values) % 2 else (values[mid - 1] + values[mid]) / 2
+    return statistics.median(values) if values else None
 
 
 def fmt_ratio(e: dict[str, Any] | None) -> str:
