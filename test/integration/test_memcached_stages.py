@@ -291,8 +291,17 @@ def test_noreply_requests_count_as_missing_responses(traced: MemcachedServer) ->
     assert num(stats, "parse_to_response:missing") == 1
 
 
-def sd(stats: dict[str, str], stage: str) -> float:
-    return num(stats, f"{stage}:stddev_ns")
+def slow_counts(server: MemcachedServer, at_least_ns: float) -> dict[str, int]:
+    """Per stage, how many requests `stats stages hist` puts in buckets whose
+    lower edge is at least at_least_ns."""
+    time.sleep(0.05)
+    hist = stat_lines(ask(server, b"stats stages hist\r\n"))
+    slow: dict[str, int] = {}
+    for key, value in hist:
+        stage, _, field = key.partition(":")
+        if field.startswith("bucket_") and int(field[len("bucket_"):]) >= at_least_ns:
+            slow[stage] = slow.get(stage, 0) + int(value)
+    return slow
 
 
 def paced_gets(server: MemcachedServer, n: int, stall_every: int = 0, stall_s: float = 0.02) -> None:
@@ -322,20 +331,18 @@ def paced_gets(server: MemcachedServer, n: int, stall_every: int = 0, stall_s: f
 
 
 def test_a_stalled_server_shows_in_kernel_to_read_only(traced: MemcachedServer) -> None:
+    """Ten of 200 requests wait at least 20 ms in the socket while the server
+    is stopped. Each of them lands in kernel_to_read's buckets from 10 ms up
+    (a bucket is narrower than 2x), however late a busy machine wakes the
+    server. Were the wait put in the work after parsing, those ten would land
+    there too; a busy machine may preempt a few requests mid-work, not half
+    of ten in 200."""
     reset(traced)
-    paced_gets(traced, 200)
-    calm = stages(traced)
-    reset(traced)
-    paced_gets(traced, 200, stall_every=20)
-    stalled = stages(traced)
-    # Ten of 200 requests waited ~20 ms in the socket: a standard deviation
-    # of ~4 ms in the wake-up stage, while the work after parsing is untouched.
-    assert sd(calm, "kernel_to_read") < 1e6
-    assert sd(stalled, "kernel_to_read") > 2e6
-    assert num(stalled, "kernel_to_read:max_ns") > 15e6
-    assert sd(stalled, "parse_to_response") < 1e6
-    assert num(stalled, "parse_to_response:max_ns") < 5e6
-    assert sd(stalled, "kernel_to_read") > 20 * sd(stalled, "parse_to_response")
+    paced_gets(traced, 200, stall_every=20, stall_s=0.02)
+    slow = slow_counts(traced, 10e6)
+    assert slow.get("kernel_to_read", 0) >= 10, slow
+    assert slow.get("parse_to_response", 0) < 5, slow
+    assert slow.get("read_to_parse", 0) < 5, slow
 
 
 def test_without_kernel_timestamps_the_kernel_stages_are_missing() -> None:
