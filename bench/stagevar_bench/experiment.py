@@ -19,7 +19,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
-from stagevar_bench import machine
+from stagevar_bench import machine, thread_tuning
 from stagevar_bench.hog import CpuHog, duty_error, group_error
 from stagevar_bench.netns import NetnsPair
 from stagevar_bench.runs import OUT_OF_RANGE, runs_ok
@@ -49,6 +49,10 @@ class Level:
     httpd_conf: str = ""
     server_cpus: str | None = None                # overrides the design's
     params: dict[str, float] = field(default_factory=dict)   # for sensitivity plots
+    # What an operator does to the running server without code, applied
+    # after it is up and before loadgen's warm-up (thread_tuning.py):
+    thread_sched: dict[str, str] = field(default_factory=dict)   # thread name: idle or nice19
+    helper_cpus: str | None = None                # every thread but the workers to these CPUs
 
 
 @dataclass
@@ -112,6 +116,10 @@ class Design:
                     raise ExperimentError(str(e)) from None
         if not machine.loadgen_path().exists():
             raise ExperimentError(f"{machine.loadgen_path()} is not built (run make)")
+        for l in self.levels:
+            tuning_error = level_tuning_error(self, l)
+            if tuning_error:
+                raise ExperimentError(f"level {l.name!r}: {tuning_error}")
         hog_error = duty_error(self.hog) or group_error(self.hog_group)
         if hog_error:
             raise ExperimentError(hog_error)
@@ -146,6 +154,26 @@ class Design:
         d["levels"] = [Level(**l) for l in d["levels"]]
         d.pop("runs_done", None)
         return Design(**d)
+
+
+def level_tuning_error(design: Design, level: Level) -> str | None:
+    """What is wrong with a level's thread settings, or None."""
+    if not (level.thread_sched or level.helper_cpus):
+        return None
+    if design.server not in WORKER_THREAD:
+        return f"thread settings name {design.server}'s threads, which have no names: memcached only"
+    for thread, policy in level.thread_sched.items():
+        if policy not in thread_tuning.POLICIES:
+            return (f"thread policy must be {' or '.join(thread_tuning.POLICIES)}, "
+                    f"not {policy!r} (thread {thread!r})")
+    if level.helper_cpus is None:
+        return None
+    try:
+        helpers = machine.parse_cpu_list(level.helper_cpus)
+    except ValueError as e:
+        return str(e)
+    cpus = level.server_cpus or design.server_cpus
+    return thread_tuning.helper_cpus_error(helpers, machine.parse_cpu_list(cpus) if cpus else None)
 
 
 # ------------------------------------------------------------------ a run
@@ -242,9 +270,13 @@ def run_one(design: Design, level: Level, load: float, arrival: str, rep: int, s
                                         else [*wrap, str(binary), "-f", str(server.conf), "-DFOREGROUND"])
                 if isinstance(server, HttpdServer):
                     record["httpd_conf"] = server.conf.read_text()
+                pid = server.proc.pid
+                if level.thread_sched or level.helper_cpus:
+                    record["thread_tuning"] = thread_tuning.apply_tuning(
+                        pid, level.thread_sched,
+                        machine.parse_cpu_list(level.helper_cpus) if level.helper_cpus else None)
                 cmd = loadgen_command(design, level, load, arrival, seed, server.port, target, json_path)
                 record["loadgen_cmd"] = cmd
-                pid = server.proc.pid
                 limit = design.warmup_s + design.duration_s + 60
                 with CpuHog(cpus or "0", design.hog, limit, design.hog_group) as hog:
                     cpu0, busy0, t0 = machine.tree_cpu_s(pid), cores_busy_s(cpus), time.monotonic()
@@ -276,7 +308,8 @@ def run_one(design: Design, level: Level, load: float, arrival: str, rep: int, s
                     if any(LRU_OPTION in a for a in args):
                         record["lru_amortized"] = mc.numbers(mc.stats(target.host, server.port,
                                                                       "lru_amortized", target.client_netns))
-        except (ServerError, ExperimentError, OSError, subprocess.TimeoutExpired, ValueError) as e:
+        except (ServerError, ExperimentError, thread_tuning.TuningError, OSError, subprocess.TimeoutExpired,
+                ValueError) as e:
             record["error"] = str(e).strip().splitlines()[0][:500] if str(e).strip() else repr(e)
     record["loadavg_after"] = machine.loadavg()
     return record
