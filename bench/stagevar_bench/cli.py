@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any, Callable, NoReturn, Sequence, TypeVar
 
 from stagevar_bench import hog
+from stagevar_bench.lru_options import LRU_BUDGET_DEFAULT_US, LRU_OPTION_NAMES
 from stagevar_bench.runs import MAX_RUNS, MIN_RUNS, OUT_OF_RANGE, runs_ok
 
 PROG = "stagevar"
@@ -123,6 +124,28 @@ def keyed(text: str) -> tuple[str, str]:
     return name, value
 
 
+def level_thread_sched(text: str) -> tuple[str, str]:
+    """'NAME=THREAD:POLICY', the policy checked; (NAME, 'THREAD:POLICY')."""
+    from stagevar_bench.thread_tuning import parse_thread_sched
+    name, value = keyed(text)
+    try:
+        parse_thread_sched(value)
+    except ValueError as e:
+        raise argparse.ArgumentTypeError(str(e)) from None
+    return name, value
+
+
+def level_cpus(text: str) -> tuple[str, str]:
+    """'NAME=CPUS', the CPU list checked against this machine."""
+    name, value = keyed(text)
+    return name, cpu_list(value)
+
+
+def lru_budget(text: str) -> int:
+    return number_in_range(text, int, lambda b: b >= 1, "bad LRU budget {text!r} (microseconds, e.g. 10)",
+                           "the LRU budget must be a positive number of microseconds, not {text!r}")
+
+
 # ------------------------------------------------------------ commands
 
 def add_target_options(p: argparse.ArgumentParser) -> None:
@@ -174,8 +197,24 @@ def build_parser() -> Parser:
     c = sub.add_parser("compare", help="factorial experiment: knob levels x loads x arrivals")
     add_target_options(c)
     c.add_argument("--name", default="compare", help="experiment name")
-    c.add_argument("--level", type=keyed, action="append", required=True, metavar="NAME=VARIANT",
+    c.add_argument("--level", type=keyed, action="append", default=[], metavar="NAME=VARIANT",
                    help="a knob level (stock or fork); the first is the baseline; repeat")
+    c.add_argument("--lru-options", action="store_true",
+                   help="add memcached's LRU option set as levels, before any --level, stock the "
+                        "baseline: " + ", ".join(LRU_OPTION_NAMES) + " (the last only where a CPU "
+                        "is outside --server-cpus and --client-cpus); docs/stagevar/compare.md")
+    c.add_argument("--lru-budget", type=lru_budget, default=None, metavar="US",
+                   help="with --lru-options: fork-budget's lru_amortized_budget_us "
+                        f"(default {LRU_BUDGET_DEFAULT_US})")
+    c.add_argument("--thread-sched", type=level_thread_sched, action="append", default=[],
+                   metavar="NAME=THREAD:POLICY",
+                   help="in level NAME ('*' = every level) give every memcached thread named THREAD "
+                        "(e.g. mc-lrumaint) POLICY idle (SCHED_IDLE) or nice19, after the server is "
+                        "up and before the warm-up; a THREAD the server lacks fails the run; repeat")
+    c.add_argument("--helper-cpus", type=level_cpus, action="append", default=[], metavar="NAME=CPUS",
+                   help="in level NAME ('*' = every level) move every memcached thread but the "
+                        "workers (mc-worker) to CPUS, which must be outside the server's "
+                        "--server-cpus")
     c.add_argument("--server-args", type=keyed, action="append", default=[], metavar="NAME=ARGS",
                    help="server options of level NAME ('*' = every level), shell-quoted")
     c.add_argument("--client-args", type=keyed, action="append", default=[], metavar="NAME=ARGS",
@@ -292,16 +331,49 @@ def cmd_profile(args: argparse.Namespace) -> int:
     return 1 if result.get("error") else 0
 
 
+def option_set_levels(args: argparse.Namespace) -> tuple[list[Any], list[str]]:
+    """The LRU option set's levels if --lru-options asks for them, and the
+    note on its helpers' option; bad combinations refused."""
+    from stagevar_bench.lru_options import lru_option_levels, spare_core, spare_core_note
+    if not args.lru_options:
+        if args.lru_budget is not None:
+            raise CliError(f"--lru-budget {args.lru_budget} sets the fork-budget level of --lru-options, "
+                           "which is not given")
+        return [], []
+    if args.server != "memcached":
+        raise CliError(f"--lru-options compares memcached's LRU options, not {args.server}'s")
+    budget = LRU_BUDGET_DEFAULT_US if args.lru_budget is None else args.lru_budget
+    levels = lru_option_levels(budget, spare_core(args.server_cpus, args.client_cpus))
+    return levels, [spare_core_note(args.server_cpus, args.client_cpus)]
+
+
+def with_level_options(level: Any, args: argparse.Namespace, names: list[str]) -> Any:
+    """`level` with what --server-args, --client-args, --httpd-conf,
+    --thread-sched and --helper-cpus give it (after its own)."""
+    from stagevar_bench.thread_tuning import parse_thread_sched
+    n = level.name
+    level.server_args += [a for s in per_level(args.server_args, names, "--server-args")[n] for a in split_args(s)]
+    level.client_args += [a for s in per_level(args.client_args, names, "--client-args")[n] for a in split_args(s)]
+    level.httpd_conf = "\n".join([level.httpd_conf] * bool(level.httpd_conf)
+                                 + per_level(args.httpd_conf, names, "--httpd-conf")[n])
+    level.thread_sched.update(parse_thread_sched(v) for v in per_level(args.thread_sched, names, "--thread-sched")[n])
+    helpers = per_level(args.helper_cpus, names, "--helper-cpus")[n]
+    if helpers:
+        level.helper_cpus = helpers[-1]
+    return level
+
+
 def cmd_compare(args: argparse.Namespace) -> int:
     from stagevar_bench.experiment import (Design, ExperimentError, Level, finish_results,
                                            new_results, run_design, save_results)
-    names = [n for n, _ in args.level]
-    sargs = per_level(args.server_args, names, "--server-args")
-    cargs = per_level(args.client_args, names, "--client-args")
-    confs = per_level(args.httpd_conf, names, "--httpd-conf")
-    levels = [Level(name=n, variant=v, server_args=[a for s in sargs[n] for a in split_args(s)],
-                    client_args=[a for s in cargs[n] for a in split_args(s)],
-                    httpd_conf="\n".join(confs[n])) for n, v in args.level]
+    option_levels, notes = option_set_levels(args)
+    levels = option_levels + [Level(name=n, variant=v) for n, v in args.level]
+    if not levels:
+        raise CliError("no levels: give --level NAME=VARIANT (repeat) or --lru-options")
+    names = [l.name for l in levels]
+    levels = [with_level_options(l, args, names) for l in levels]
+    for note in notes:
+        print(f"{PROG} compare: {note}", file=sys.stderr)
     design = Design(name=args.name, server=args.server, levels=levels, loads=args.loads,
                     arrivals=args.arrivals, runs=args.runs, duration_s=args.duration,
                     warmup_s=args.warmup, server_cpus=args.server_cpus, client_cpus=args.client_cpus,
@@ -313,7 +385,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
         design.validate()
     except ExperimentError as e:
         raise CliError(str(e)) from None
-    results = new_results()
+    results = new_results(notes)
     results["experiments"].append(run_design(design))
     finish_results(results)
     save_results(results, args.out)

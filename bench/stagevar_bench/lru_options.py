@@ -1,0 +1,109 @@
+# SPDX-License-Identifier: BSD-3-Clause
+"""The LRU option set: every way a user can run memcached's LRU
+maintenance, stock's own options beside the fork's knob, as levels of one
+comparison. The one definition that `stagevar compare --lru-options`,
+`stagevar bench lru` and the demo all use: the fork's knob earns its place
+only against the best of these (docs/design.md, "Stock versus fork").
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from stagevar_bench.machine import expand_cpu_list
+from stagevar_bench.thread_tuning import cpu_text, spare_cpus
+
+if TYPE_CHECKING:    # experiment is heavy, and the CLI needs only the names at start
+    from stagevar_bench.experiment import Level
+
+LRU_MAINTAINER_THREAD = "mc-lrumaint"
+LRU_BUDGET_DEFAULT_US = 10     # the best fixed budget of the 2026-11-29 pilot
+
+
+@dataclass(frozen=True)
+class LruOption:
+    """One option a user has. `server_option` is memcached's -o value
+    ({budget} filled from the fixed budget); `maintainer_policy` a policy
+    of thread_tuning for mc-lrumaint; `helpers_on_spare_core` moves every
+    thread but the workers to a CPU neither the server nor loadgen has."""
+
+    name: str
+    variant: str
+    what: str
+    server_option: str = ""
+    maintainer_policy: str = ""
+    helpers_on_spare_core: bool = False
+
+
+LRU_OPTIONS = (
+    LruOption("stock", "stock", "stock memcached as it ships"),
+    LruOption("stock-no_lru_maintainer", "stock", "stock -o no_lru_maintainer: no maintainer thread, flat LRU",
+              server_option="no_lru_maintainer"),
+    LruOption("stock-lrumaint-idle", "stock", "stock, its mc-lrumaint thread at SCHED_IDLE",
+              maintainer_policy="idle"),
+    LruOption("stock-lrumaint-nice19", "stock", "stock, its mc-lrumaint thread at nice 19",
+              maintainer_policy="nice19"),
+    LruOption("fork", "fork", "the fork with no option: the control for the fork itself"),
+    LruOption("fork-auto", "fork", "the fork, -o lru_amortized_budget_us=auto",
+              server_option="lru_amortized_budget_us=auto"),
+    LruOption("fork-budget", "fork", "the fork, -o lru_amortized_budget_us=N (a fixed budget)",
+              server_option="lru_amortized_budget_us={budget}"),
+    LruOption("stock-helpers-spare", "stock", "stock, every thread but mc-worker on a spare CPU",
+              helpers_on_spare_core=True),
+)
+LRU_OPTION_NAMES = tuple(o.name for o in LRU_OPTIONS)
+
+
+def budget_error(budget_us: int) -> str | None:
+    if budget_us < 1:
+        return f"the fixed LRU budget must be a positive number of microseconds, not {budget_us}"
+    return None
+
+
+def option_level(option: LruOption, budget_us: int, spare: list[int]) -> "Level":
+    """`option` as a Level; the spare CPUs only matter to the helpers' option."""
+    from stagevar_bench.experiment import Level
+    args = ["-o", option.server_option.format(budget=budget_us)] if option.server_option else []
+    params = {"budget_us": fork_budget_param(option, budget_us)} if option.variant == "fork" else {}
+    return Level(name=option.name, variant=option.variant, server_args=args, params=params,
+                 thread_sched={LRU_MAINTAINER_THREAD: option.maintainer_policy} if option.maintainer_policy else {},
+                 helper_cpus=cpu_text(spare[:1]) if option.helpers_on_spare_core else None)
+
+
+def fork_budget_param(option: LruOption, budget_us: int) -> float:
+    """A fork level's budget as reproduce's budget sweeps record it (the
+    report reads it): -1 auto, 0 the maintainer thread, else the budget."""
+    if "{budget}" in option.server_option:
+        return float(budget_us)
+    return -1.0 if option.server_option.endswith("=auto") else 0.0
+
+
+def lru_option_levels(budget_us: int = LRU_BUDGET_DEFAULT_US, spare: list[int] | None = None) -> list["Level"]:
+    """Every option of LRU_OPTIONS as a Level, stock first (the baseline);
+    the helpers' option only where `spare` names a CPU outside the
+    server's and loadgen's (its helpers go to the first)."""
+    error = budget_error(budget_us)
+    if error:
+        raise ValueError(error)
+    return [option_level(o, budget_us, spare or []) for o in LRU_OPTIONS
+            if spare or not o.helpers_on_spare_core]
+
+
+def spare_core(server_cpus: str | None, client_cpus: str | None) -> list[int]:
+    """The usable CPUs outside a pinned server's and loadgen's; none for
+    an unpinned server, whose own CPUs are all of them."""
+    if server_cpus is None:
+        return []
+    taken = expand_cpu_list(server_cpus) + (expand_cpu_list(client_cpus) if client_cpus else [])
+    return spare_cpus(taken)
+
+
+def spare_core_note(server_cpus: str | None, client_cpus: str | None) -> str:
+    """One line on whether the helpers' option is in the set, and why."""
+    spare = spare_core(server_cpus, client_cpus)
+    if spare:
+        return f"stock-helpers-spare: every thread but mc-worker on CPU {spare[0]}"
+    if server_cpus is None:
+        return "stock-helpers-spare left out: the server is unpinned, so no CPU is outside its own"
+    return (f"stock-helpers-spare left out: no CPU outside the server's ({server_cpus}) "
+            f"and loadgen's ({client_cpus or 'unpinned'})")
