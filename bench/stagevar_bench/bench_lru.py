@@ -1,32 +1,37 @@
 # SPDX-License-Identifier: BSD-3-Clause
-"""stagevar bench lru (make bench-lru): the memcached fork's LRU maintainer thread versus
-amortized maintenance (-o lru_amortized_budget_us), side by side.
+"""stagevar bench lru (make bench-lru): every LRU option a user has,
+side by side: stock's own (no_lru_maintainer, the maintainer thread at
+SCHED_IDLE or nice 19, helpers on a spare core) against the fork's
+amortized maintenance (-o lru_amortized_budget_us, auto and --budget).
 
 Setup (the reference paper's low-throughput case on a 2-core machine):
 memcached with -t 1 (or --threads) and all its threads on CPU 0, the
 open-loop load generator on CPU 1; 90% gets / 10% sets, 20-byte keys,
 50-byte values, more keys than fit in -m, so items are evicted and the
-maintainer has segments to juggle. Both sides are the fork tracing
-every request (TRACE), so `stats stages` gives each side's kernel_to_read
-(the worker's wake-up delay) and tracing costs both the same:
+maintainer has segments to juggle. The sides are lru_options.LRU_OPTIONS
+(stock first, the baseline; stock-helpers-spare only where a CPU is
+neither the server's nor loadgen's). With --stage-trace the fork's sides
+trace every request, so `stats stages` gives their kernel_to_read (the
+worker's wake-up delay); stock cannot, and tracing costs the fork, so by
+default nothing traces.
 
-    thread     -o stage_trace,stage_trace_sample=1    (the stock maintainer)
-    amortized  -o stage_trace,stage_trace_sample=1,lru_amortized_budget_us=N
-
-1. saturation: the highest deterministic rate the thread side sustains
+1. saturation: the highest deterministic rate stock sustains
    (replies >= 99% of offered, nothing lost), by ramp and bisection;
 2. for each arrival process and each load (fraction of saturation), runs
-   alternate thread/amortized --runs times; each run is --duration long
+   alternate between the sides --runs times; each run is --duration long
    after `stats reset`. Printed per cell: mean, p50, p90, p99, p99.9 of the
    latency from each request's scheduled send (loadgen's
    latency_scheduled, in us) and the kernel_to_read variance (us^2), each
    as the median over runs with a bootstrap 95% confidence interval, and
-   the amortized/thread ratios of the medians of mean, p99 and
-   kernel_to_read variance, each with a bootstrap 95% CI (the two sides'
-   runs resampled independently), as every stagevar benchmark reports.
+   each side's ratios of the medians of mean, p99 and kernel_to_read
+   variance (where both are traced) over stock's, and the fork's over
+   stock-no_lru_maintainer's, each with a bootstrap 95% CI (the two
+   sides' runs resampled independently), as every stagevar benchmark
+   reports.
 
 3. with --budget-sweep LIST instead: the smallest budget that keeps
-   maintenance equal. For each budget, and for the thread side, a fresh
+   maintenance equal to the fork's maintainer thread's (the fork traced,
+   no option: the thread side). For each budget, and for it, a fresh
    server is filled and then driven --runs times by the same seeded
    request sequence at --sweep-load of saturation; the medians of hit
    ratio, segment moves (moves_to_cold + moves_to_warm) and evictions are
@@ -53,14 +58,19 @@ from typing import Any
 
 from stagevar_bench import lru_cost, lru_cpu
 from stagevar_bench import memcache_client as mc
-from stagevar_bench.machine import loadavg_text, loadgen_path, run_loadgen
+from stagevar_bench.experiment import Level
+from stagevar_bench.lru_options import (LRU_BUDGET_DEFAULT_US, lru_option_levels, spare_core,
+                                        spare_core_note)
+from stagevar_bench.machine import expand_cpu_list, loadavg_text, loadgen_path, run_loadgen
 from stagevar_bench.servers import LOOPBACK, TRACE_EVERY_REQUEST, MemcachedServer, build_binary
+from stagevar_bench.thread_tuning import TuningError, apply_tuning
 from stagevar_bench.stats import bootstrap_ci, bootstrap_ratio_ci
 
 LOADGEN = loadgen_path()
 ARRIVALS = {"det": "det", "exp": "exp", "pareto": "pareto:cv2=4"}
 QUANTILES = ("mean", "p50", "p90", "p99", "p999")
-RATIOS = ("mean", "p99", "k2r_var")     # amortized/thread per cell
+RATIOS = ("mean", "p99", "k2r_var")     # a side over a baseline, per cell
+STOCK, NO_MAINTAINER = "stock", "stock-no_lru_maintainer"     # the baselines, in LRU_OPTIONS
 COLUMN = 28                             # a median and its CI, with a space before
 TRACE = TRACE_EVERY_REQUEST     # cells count every request
 
@@ -104,10 +114,10 @@ def saturation(args: argparse.Namespace, port: int) -> float:
     return good
 
 
-def one_run(args: argparse.Namespace, port: int, rate: float, arrival: str) -> dict[str, float]:
+def one_run(args: argparse.Namespace, port: int, rate: float, arrival: str, traced: bool) -> dict[str, float]:
     reset(port)
     r = loadgen(args, port, rate, arrival)
-    stages = stats(port, "stages")
+    stages = stats(port, "stages") if traced else {}
     lat = r["latency_scheduled"]
     row = {q: lat[q] / 1e3 for q in QUANTILES}
     sd = float(stages.get("kernel_to_read:stddev_ns", "nan")) / 1e3
@@ -128,18 +138,28 @@ def ratio_of_medians(numerator: list[float], denominator: list[float]) -> str:
     return f"{r.value:.3f} [{r.low:.3f}, {r.high:.3f}]"
 
 
+def ratio_pairs(sides: list[str]) -> list[tuple[str, str]]:
+    """(side, baseline) for each ratio a cell prints: every side over
+    stock, and the sides that are neither baseline over stock's own
+    no-maintainer option, the one the fork's knob has to beat."""
+    pairs = [(side, STOCK) for side in sides if side != STOCK] if STOCK in sides else []
+    if NO_MAINTAINER in sides:
+        pairs += [(side, NO_MAINTAINER) for side in sides if side not in (STOCK, NO_MAINTAINER)]
+    return pairs
+
+
 def cell_lines(cell: str, rows: dict[str, list[dict[str, float]]]) -> list[str]:
     """One cell's table: per side, each quantity's median over runs with
-    its CI; then the amortized/thread ratios of the medians."""
-    lines = ["", cell, "  side       " + "".join(f"{q + ' (us)':>{COLUMN}}" for q in QUANTILES)
+    its CI; then each side's ratios of the medians over the baselines."""
+    width = max([10, *map(len, rows)])
+    lines = ["", cell, f"  {'side':<{width}} " + "".join(f"{q + ' (us)':>{COLUMN}}" for q in QUANTILES)
              + f"{'k2r var (us^2)':>{COLUMN}}"]
     for side, runs in rows.items():
-        lines.append(f"  {side:<10} " + "".join(f" {median_ci([r[q] for r in runs]):>{COLUMN - 1}}"
-                                                for q in (*QUANTILES, "k2r_var")))
-    if "thread" in rows and "amortized" in rows:
-        amortized, thread = rows["amortized"], rows["thread"]
-        ratio = {q: ratio_of_medians([r[q] for r in amortized], [r[q] for r in thread]) for q in RATIOS}
-        lines.append(f"  amortized/thread, ratio of medians [95% CI]: mean {ratio['mean']}  "
+        lines.append(f"  {side:<{width}} " + "".join(f" {median_ci([r[q] for r in runs]):>{COLUMN - 1}}"
+                                                     for q in (*QUANTILES, "k2r_var")))
+    for side, base in ratio_pairs(list(rows)):
+        ratio = {q: ratio_of_medians([r[q] for r in rows[side]], [r[q] for r in rows[base]]) for q in RATIOS}
+        lines.append(f"  {side}/{base}, ratio of medians [95% CI]: mean {ratio['mean']}  "
                      f"p99 {ratio['p99']}  kernel_to_read variance {ratio['k2r_var']}")
     return lines
 
@@ -185,10 +205,34 @@ def budget_sweep(args: argparse.Namespace, budgets: list[int], rate: float) -> N
     print(f"smallest budget keeping maintenance equal: {f'{smallest} us' if smallest else 'none of those tried'}")
 
 
-def server(args: argparse.Namespace, options: str) -> MemcachedServer:
-    binary = build_binary("fork", "memcached")
-    return MemcachedServer(binary, args=["-t", str(args.threads), "-m", str(args.memory), "-o", options],
+def server(args: argparse.Namespace, options: str, variant: str = "fork",
+           extra: tuple[str, ...] = ()) -> MemcachedServer:
+    binary = build_binary(variant, "memcached")
+    return MemcachedServer(binary, args=["-t", str(args.threads), "-m", str(args.memory),
+                                         *(["-o", options] if options else []), *extra],
                            wrap=["taskset", "-c", str(args.server_cpu)])
+
+
+def sides(args: argparse.Namespace) -> list[Level]:
+    """The LRU option set on this machine, --budget the fork's fixed one."""
+    return lru_option_levels(args.budget, spare_core(str(args.server_cpu), str(args.loadgen_cpu)))
+
+
+def traced(args: argparse.Namespace, level: Level) -> bool:
+    return bool(args.stage_trace) and level.variant == "fork"
+
+
+def start_side(args: argparse.Namespace, level: Level) -> MemcachedServer:
+    """A side's server, started, with its thread settings applied."""
+    s = server(args, TRACE if traced(args, level) else "", level.variant, tuple(level.server_args)).start()
+    assert s.proc is not None
+    try:
+        apply_tuning(s.proc.pid, level.thread_sched,
+                     expand_cpu_list(level.helper_cpus) if level.helper_cpus else None)
+    except TuningError:
+        s.stop()
+        raise
+    return s
 
 
 def parse_budgets(text: str) -> list[int]:
@@ -201,7 +245,11 @@ def parse_budgets(text: str) -> list[int]:
 
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="stagevar bench lru", description=__doc__.split("\n\n")[0])
-    p.add_argument("--budget", type=int, default=20, help="lru_amortized_budget_us (default 20)")
+    p.add_argument("--budget", type=int, default=LRU_BUDGET_DEFAULT_US,
+                   help=f"the fork-budget side's lru_amortized_budget_us (default {LRU_BUDGET_DEFAULT_US})")
+    p.add_argument("--stage-trace", action="store_true",
+                   help="trace every request in the fork's sides (kernel_to_read; stock cannot, and it "
+                        "costs the fork)")
     p.add_argument("--threads", type=int, default=1, help="memcached -t (default 1)")
     p.add_argument("--runs", type=int, default=5)
     p.add_argument("--duration", type=float, default=3.0, help="seconds per run")
@@ -235,6 +283,8 @@ def main(argv: list[str] | None = None) -> int:
         p.error(f"--budget-sweep takes positive integers like 1,2,5,10, not '{args.budget_sweep}'")
     if args.runs < 1:
         p.error(f"--runs takes a positive number of runs, not '{args.runs}'")
+    if args.budget < 1:
+        p.error(f"--budget takes a positive number of microseconds, not '{args.budget}'")
     if args.cpu_cost:
         try:
             args.rates = [float(x) for x in args.rates.split(",")]
@@ -252,42 +302,78 @@ def main(argv: list[str] | None = None) -> int:
     if not LOADGEN.exists():
         print(f"bench-lru: {LOADGEN} is not built (run make)", file=sys.stderr)
         return 1
-    sides = {"thread": TRACE, "amortized": f"{TRACE},lru_amortized_budget_us={args.budget}"}
-    servers = {name: server(args, opts).start() for name, opts in sides.items()}
+    if budgets:
+        return sweep_mode(args, budgets)
+    return latency_mode(args, loads, arrivals)
+
+
+def header(args: argparse.Namespace, sat: float, what: str) -> str:
+    return (f"bench-lru: -t {args.threads}, server on CPU {args.server_cpu}, loadgen on CPU {args.loadgen_cpu}; "
+            f"{args.keys} keys in -m {args.memory}; saturation ({what}, det) {sat:.0f} req/s; "
+            f"{args.runs} runs of {args.duration:g} s per cell, medians over runs "
+            f"[bootstrap 95% CI]; budget {args.budget} us; "
+            f"load average {loadavg_text()}")
+
+
+def sweep_mode(args: argparse.Namespace, budgets: list[int]) -> int:
+    """The budget sweep, its saturation from the fork's traced thread side."""
+    thread = server(args, TRACE).start()
     try:
+        loadgen(args, thread.port, 20000, "det", preload=True)
+        sat = saturation(args, thread.port)
+    finally:
+        thread.stop()
+    print(header(args, sat, "thread side"))
+    budget_sweep(args, budgets, args.sweep_load * sat)
+    return 0
+
+
+def latency_mode(args: argparse.Namespace, loads: list[float], arrivals: list[str]) -> int:
+    """Every option of the set, one server each, alternating per run."""
+    levels = sides(args)
+    servers: dict[str, MemcachedServer] = {}
+    try:
+        for level in levels:
+            servers[level.name] = start_side(args, level)
         for s in servers.values():     # fill: every key once, then evictions
             loadgen(args, s.port, 20000, "det", preload=True)
-        sat = saturation(args, servers["thread"].port)
-        print(f"bench-lru: -t {args.threads}, server on CPU {args.server_cpu}, loadgen on CPU {args.loadgen_cpu}; "
-              f"{args.keys} keys in -m {args.memory}; saturation (thread side, det) {sat:.0f} req/s; "
-              f"{args.runs} runs of {args.duration:g} s per cell, medians over runs "
-              f"[bootstrap 95% CI]; budget {args.budget} us; "
-              f"load average {loadavg_text()}")
-        if budgets:
-            for srv in servers.values():
-                srv.stop()
-            servers = {}
-            budget_sweep(args, budgets, args.sweep_load * sat)
-            return 0
+        sat = saturation(args, servers[STOCK].port)
+        print(header(args, sat, "stock"))
+        print(f"bench-lru: sides {', '.join(servers)}; "
+              f"{spare_core_note(str(args.server_cpu), str(args.loadgen_cpu))}; "
+              f"traced: {', '.join(l.name for l in levels if traced(args, l)) or 'none'}")
         for arrival in arrivals:
             for load in loads:
-                rows: dict[str, list[dict[str, float]]] = {name: [] for name in sides}
+                rows: dict[str, list[dict[str, float]]] = {level.name: [] for level in levels}
                 for _ in range(args.runs):
-                    for name, s in servers.items():
-                        rows[name].append(one_run(args, s.port, load * sat, ARRIVALS[arrival]))
+                    for level in levels:
+                        rows[level.name].append(one_run(args, servers[level.name].port, load * sat,
+                                                        ARRIVALS[arrival], traced(args, level)))
                 report(f"{arrival} arrivals, {load:.0%} load ({load * sat:.0f} req/s)", rows)
-        for name, s in servers.items():
-            st = stats(s.port)
-            am = stats(s.port, "lru_amortized")
-            print(f"\n{name} (last run): evictions {st['evictions']} moves_to_cold {st['moves_to_cold']} "
-                  f"moves_to_warm {st['moves_to_warm']} juggles {st.get('lru_maintainer_juggles')} "
-                  f"bumps_dropped {st['lru_bumps_dropped']}"
-                  + (f"; slices {am['slices']} over budget {am['slices_over_budget']} "
-                     f"worst overrun {int(am['worst_overrun_ns']) / 1e3:.1f} us" if "slices" in am else ""))
+        for level in levels:
+            print("\n" + counters_line(level, servers[level.name].port))
+    except TuningError as e:
+        print(f"bench-lru: {e}", file=sys.stderr)
+        return 1
     finally:
         for s in servers.values():
             s.stop()
     return 0
+
+
+def counters_line(level: Level, port: int) -> str:
+    """A side's LRU counters after its last run."""
+    st = stats(port)
+    line = (f"{level.name} (last run): evictions {st.get('evictions')} moves_to_cold {st.get('moves_to_cold')} "
+            f"moves_to_warm {st.get('moves_to_warm')} juggles {st.get('lru_maintainer_juggles')} "
+            f"bumps_dropped {st.get('lru_bumps_dropped')}")
+    if any("lru_amortized_budget_us" in a for a in level.server_args):
+        am = stats(port, "lru_amortized")
+        line += (f"; slices {am.get('slices')} over budget {am.get('slices_over_budget')} "
+                 f"worst overrun {int(am.get('worst_overrun_ns', 0)) / 1e3:.1f} us")
+    if level.helper_cpus:
+        line += f"; helpers on CPU {level.helper_cpus}"
+    return line
 
 
 if __name__ == "__main__":
