@@ -279,7 +279,7 @@ def build_parser() -> Parser:
 
 # name: (module, what it measures)
 BENCHES = {"trace": ("trace_cost", "what stage tracing costs memcached (--server httpd: httpd)"),
-           "lru": ("bench_lru", "the LRU maintainer thread vs amortized maintenance"),
+           "lru": ("bench_lru", "every LRU option, stock's and the fork's, side by side"),
            "loadgen": ("bench_loadgen", "one loadgen thread's capacity and precision"),
            "peers": ("bench_peers", "loadgen side by side with mutilate and wrk2")}
 
@@ -372,8 +372,6 @@ def cmd_compare(args: argparse.Namespace) -> int:
         raise CliError("no levels: give --level NAME=VARIANT (repeat) or --lru-options")
     names = [l.name for l in levels]
     levels = [with_level_options(l, args, names) for l in levels]
-    for note in notes:
-        print(f"{PROG} compare: {note}", file=sys.stderr)
     design = Design(name=args.name, server=args.server, levels=levels, loads=args.loads,
                     arrivals=args.arrivals, runs=args.runs, duration_s=args.duration,
                     warmup_s=args.warmup, server_cpus=args.server_cpus, client_cpus=args.client_cpus,
@@ -385,6 +383,8 @@ def cmd_compare(args: argparse.Namespace) -> int:
         design.validate()
     except ExperimentError as e:
         raise CliError(str(e)) from None
+    for note in notes:
+        print(f"{PROG} compare: {note}", file=sys.stderr)
     results = new_results(notes)
     results["experiments"].append(run_design(design))
     finish_results(results)

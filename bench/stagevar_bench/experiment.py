@@ -98,6 +98,9 @@ class Design:
         for l in self.levels:
             if l.variant not in ("stock", "fork"):
                 raise ExperimentError(f"level {l.name!r}: variant must be stock or fork, not {l.variant!r}")
+            tuning_error = level_tuning_error(self, l)
+            if tuning_error:
+                raise ExperimentError(f"level {l.name!r}: {tuning_error}")
             if not build_binary(l.variant, self.server).exists():
                 raise ExperimentError(f"{build_binary(l.variant, self.server)} is not built (run make)")
         for load in self.loads:
@@ -116,10 +119,6 @@ class Design:
                     raise ExperimentError(str(e)) from None
         if not machine.loadgen_path().exists():
             raise ExperimentError(f"{machine.loadgen_path()} is not built (run make)")
-        for l in self.levels:
-            tuning_error = level_tuning_error(self, l)
-            if tuning_error:
-                raise ExperimentError(f"level {l.name!r}: {tuning_error}")
         hog_error = duty_error(self.hog) or group_error(self.hog_group)
         if hog_error:
             raise ExperimentError(hog_error)

@@ -43,6 +43,22 @@ def stagevar(*args: str, timeout: float = 120) -> subprocess.CompletedProcess[st
     (["profile", "--hog", "lots"], "'lots'"),
     (["compare", "--level", "a=stock", "--loads", "1000", "--hog-group", "sideways", "--out", "x"], "'sideways'"),
     (["compare", "--level", "a=stock", "--loads", "1000", "--hog", "50", "--out", "x"], "--server-cpus"),
+    (["compare", "--loads", "1000", "--out", "x"], "--lru-options"),
+    (["compare", "--level", "a=stock", "--thread-sched", "a=mc-lrumaint:fifo", "--loads", "1000", "--out", "x"],
+     "'fifo'"),
+    (["compare", "--level", "a=stock", "--thread-sched", "a=mc-lrumaint", "--loads", "1000", "--out", "x"],
+     "'mc-lrumaint'"),
+    (["compare", "--level", "a=stock", "--thread-sched", "b=mc-lrumaint:idle", "--loads", "1000", "--out", "x"],
+     "'b'"),
+    (["compare", "--level", "a=stock", "--helper-cpus", "a=99", "--loads", "1000", "--out", "x"], "'99'"),
+    (["compare", "--level", "a=stock", "--helper-cpus", "a=0", "--server-cpus", "0", "--loads", "1000",
+      "--out", "x"], "overlap"),
+    (["compare", "--level", "a=stock", "--helper-cpus", "a=0", "--loads", "1000", "--out", "x"], "unpinned"),
+    (["compare", "--lru-options", "--lru-budget", "0", "--loads", "1000", "--out", "x"], "'0'"),
+    (["compare", "--lru-options", "--lru-budget", "ten", "--loads", "1000", "--out", "x"], "'ten'"),
+    (["compare", "--level", "a=fork", "--lru-budget", "20", "--loads", "1000", "--out", "x"], "--lru-options"),
+    (["compare", "--lru-options", "--server", "httpd", "--loads", "1000", "--out", "x"], "httpd"),
+    (["compare", "--lru-options", "--level", "stock=stock", "--loads", "1000", "--out", "x"], "repeat"),
 ])
 def test_bad_input_is_one_line_naming_the_value(args: list[str], named: str) -> None:
     out = stagevar(*args)

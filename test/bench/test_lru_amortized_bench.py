@@ -1,14 +1,16 @@
 # SPDX-License-Identifier: BSD-3-Clause
 """make bench-lru's per-cell summary: medians over runs with bootstrap
-CIs, and amortized/thread ratios of the medians."""
+CIs, and each side's ratios of the medians over stock and over stock's
+no_lru_maintainer; its sides are the LRU option set."""
 from __future__ import annotations
 
+import argparse
 import os
 import re
 
 import pytest
 
-from stagevar_bench import bench_lru, lru_cost, lru_cpu
+from stagevar_bench import bench_lru, lru_cost, lru_cpu, lru_options
 from stagevar_bench.machine import loadgen_path
 from stagevar_bench.servers import build_binary
 
@@ -36,10 +38,10 @@ def test_a_cell_shows_medians_not_means_with_their_ci() -> None:
 
 
 def test_ratios_are_of_the_medians() -> None:
-    lines = bench_lru.cell_lines("exp arrivals", {"thread": runs([10.0, 11.0, 12.0, 13.0, 100.0]),
-                                                            "amortized": runs([6.0, 6.0, 6.0, 6.0, 6.0])})
+    lines = bench_lru.cell_lines("exp arrivals", {"stock": runs([10.0, 11.0, 12.0, 13.0, 100.0]),
+                                                  "fork-auto": runs([6.0, 6.0, 6.0, 6.0, 6.0])})
     ratio = lines[-1]
-    assert ratio.startswith("  amortized/thread, ratio of medians [95% CI]:")
+    assert ratio.startswith("  fork-auto/stock, ratio of medians [95% CI]:")
     found = re.findall(rf"(mean|p99|variance) {MEDIAN_CI.pattern}", ratio)
     assert [name for name, *_ in found] == ["mean", "p99", "variance"]
     for _, value, low, high in found:
@@ -48,14 +50,32 @@ def test_ratios_are_of_the_medians() -> None:
 
 
 def test_a_single_side_has_no_ratio_line() -> None:
-    lines = bench_lru.cell_lines("det", {"amortized": runs([1.0, 2.0])})
+    lines = bench_lru.cell_lines("det", {"stock": runs([1.0, 2.0])})
     assert not any("ratio" in line for line in lines)
+
+
+def test_every_side_is_compared_with_stock_and_the_others_with_no_lru_maintainer() -> None:
+    names = ["stock", "stock-no_lru_maintainer", "stock-lrumaint-idle", "fork-auto"]
+    assert bench_lru.ratio_pairs(names) == [
+        ("stock-no_lru_maintainer", "stock"), ("stock-lrumaint-idle", "stock"), ("fork-auto", "stock"),
+        ("stock-lrumaint-idle", "stock-no_lru_maintainer"), ("fork-auto", "stock-no_lru_maintainer")]
+
+
+def test_the_sides_are_the_lru_option_set_with_the_budget_given() -> None:
+    args = argparse.Namespace(budget=7, server_cpu=1, loadgen_cpu=0)
+    sides = bench_lru.sides(args)
+    spare = lru_options.spare_core("1", "0")
+    expected = [o.name for o in lru_options.LRU_OPTIONS if spare or not o.helpers_on_spare_core]
+    assert [s.name for s in sides] == expected
+    [budget] = [s for s in sides if s.name == "fork-budget"]
+    assert budget.server_args == ["-o", "lru_amortized_budget_us=7"]
 
 
 @pytest.mark.parametrize("args, value", [
     (["--arrivals", "det,poisson"], "'det,poisson'"),
     (["--loads", "0.3,most"], "'0.3,most'"),
     (["--budget-sweep", "1,0"], "'1,0'"),
+    (["--budget", "0"], "'0'"),
 ])
 def test_bad_arguments_exit_2_naming_the_value(args: list[str], value: str,
                                                capsys: pytest.CaptureFixture[str]) -> None:
@@ -106,7 +126,7 @@ def test_cpu_cost_drives_every_side_in_both_conditions_and_prints_their_ratios(
     if not loadgen_path().exists():
         pytest.skip("loadgen is not built (run make)")
     cpus = sorted(os.sched_getaffinity(0))
-    assert bench_lru.main(["--cpu-cost", "--runs", "6", "--duration", "0.2", "--rates", "5000",
+    assert bench_lru.main(["--cpu-cost", "--budget", "20", "--runs", "6", "--duration", "0.2", "--rates", "5000",
                            "--server-cpu", str(cpus[-1]), "--loadgen-cpu", str(cpus[0])]) == 0
     out = capsys.readouterr().out.splitlines()
     drives = [l for l in out if re.search(r"\] (no evictions|evicting) +5000 req/s .* us/request$", l)]
