@@ -354,8 +354,8 @@ def with_level_options(level: Any, args: argparse.Namespace, names: list[str]) -
     n = level.name
     level.server_args += [a for s in per_level(args.server_args, names, "--server-args")[n] for a in split_args(s)]
     level.client_args += [a for s in per_level(args.client_args, names, "--client-args")[n] for a in split_args(s)]
-    level.httpd_conf = "\n".join([level.httpd_conf] * bool(level.httpd_conf)
-                                 + per_level(args.httpd_conf, names, "--httpd-conf")[n])
+    level.httpd_conf = "\n".join(c for c in [level.httpd_conf, *per_level(args.httpd_conf, names, "--httpd-conf")[n]]
+                                 if c)
     level.thread_sched.update(parse_thread_sched(v) for v in per_level(args.thread_sched, names, "--thread-sched")[n])
     helpers = per_level(args.helper_cpus, names, "--helper-cpus")[n]
     if helpers:
