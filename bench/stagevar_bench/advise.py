@@ -99,6 +99,7 @@ class Answer:
     because: str
     options: list[OptionFigures]
     missing: list[str] = field(default_factory=list)
+    cautions: list[str] = field(default_factory=list)
 
 
 def run_values(exp: Mapping[str, Any], level: str, load: float, arrival: str,
@@ -195,8 +196,13 @@ def advise_cell(exp: Mapping[str, Any], load: float, arrival: str, metric: str) 
     if too_few:
         missing.append(f"runs enough for a {conf:.0%} CI of {', '.join(too_few)} against {answer}: "
                        "those pairs cannot be resolved either way")
+    # A latency counts only the requests answered: say where some were not,
+    # rather than rank the options by a loss share no threshold is measured for.
+    cautions = [f"{o.name} lost {o.loss:.2%} of its requests (errors, losses, timeouts): its "
+                f"{metric} is of those answered" for o in options if o.loss > 0]
     return Answer(exp["name"], load, arrival, metric, conf, baseline, answer,
-                  because(answer, baseline, metric, options, free, bool(losers)), options, missing)
+                  because(answer, baseline, metric, options, free, bool(losers)), options, missing,
+                  cautions)
 
 
 def because(answer: str, baseline: str, metric: str, options: list[OptionFigures],
@@ -247,6 +253,8 @@ def text(answers: list[Answer]) -> str:
                 lines.append(f"  not {o.name}: {o.left_out}")
         for m in a.missing:
             lines.append(f"  missing: {m}")
+        for c in a.cautions:
+            lines.append(f"  caution: {c}")
         lines.append("")
     return "\n".join(lines)
 

@@ -193,8 +193,12 @@ def test_one_answer_per_load_and_a_level_without_runs_is_named() -> None:
         low["cell"]["load"] = LOAD / 2
         runs.append(low)
     runs.append(run(IDLE, 60, 0, 0.95) | {"error": "mc-lrumaint not found"})
+    runs[0]["loadgen"]["counts"]["timeouts"] = 10        # of stock's first run at LOAD
     res["experiments"][0]["design"]["levels"].insert(1, {"name": IDLE, "variant": "stock", "params": {}})
     exp = analyze(res, with_qr=False, with_ideal=False, reps=200)["experiments"][0]
     by_load = {a.load: a for a in advise_experiment(exp)}
     assert (by_load[LOAD].run, by_load[LOAD / 2].run) == (FORK, STOCK)
     assert any(f"successful runs of {IDLE}" in m for m in by_load[LOAD].missing)
+    assert by_load[LOAD].cautions == [f"stock lost {10 / 6010:.2%} of its requests (errors, losses, "
+                                      "timeouts): its p90 is of those answered"]
+    assert by_load[LOAD / 2].cautions == []
