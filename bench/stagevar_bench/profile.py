@@ -80,18 +80,21 @@ def local_evidence(design: Design, run: dict[str, Any]) -> Evidence:
     return Evidence(maintainer_cores=run.get("server_thread_cpu_s", {}).get("mc-lrumaint", 0.0) / wall,
                     outside_cores=run.get("outside_cores"),
                     worker_wait_share=(run.get("worker_sched") or {}).get("wait_share"),
-                    spare_cpus=spare_cpus(design.levels[0].server_cpus or design.server_cpus),
+                    spare_cpus=spare_cpus(design.levels[0].server_cpus or design.server_cpus,
+                                          design.client_cpus),
                     how_to_know="pin the server (--server-cpus) so that the profile can measure the "
                     "other tasks on its cores")
 
 
-def spare_cpus(server_cpus: str | None) -> str | None:
-    """The CPUs this process may use outside a pinned server's, as a list
-    ('0,2'); None when the server is not pinned (its CPUs are every CPU)
-    or none is left."""
+def spare_cpus(server_cpus: str | None, client_cpus: str | None) -> str | None:
+    """The CPUs this process may use outside a pinned server's and
+    loadgen's, as a list ('2,3'): where the server's helper threads could
+    go. None when the server is not pinned (its CPUs are every CPU) or
+    none is left."""
     if not server_cpus:
         return None
-    left = sorted(os.sched_getaffinity(0) - set(machine.parse_cpu_list(server_cpus)))
+    taken = machine.parse_cpu_list(server_cpus) + (machine.parse_cpu_list(client_cpus) if client_cpus else [])
+    left = sorted(os.sched_getaffinity(0) - set(taken))
     return ",".join(str(c) for c in left) or None
 
 

@@ -135,8 +135,9 @@ def pk_prediction(ranked: list[RankedStage], rate_per_s: float, servers: int,
 
 @dataclass(frozen=True)
 class Option:
-    """One thing to measure: a name (as a compare level would carry it),
-    how an operator gets it, and whether it needs the fork's code."""
+    """One thing to measure: a name (the level's name in the LRU option
+    set of `stagevar compare --lru-options`), how an operator gets it, and
+    whether it needs the fork's code."""
     name: str
     how: str
     needs_fork: bool
@@ -181,7 +182,7 @@ class Evidence:
     maintainer_cores: float | None = None   # the mc-lrumaint thread's CPU
     outside_cores: float | None = None      # other tasks' CPU on the server's allowed CPUs
     worker_wait_share: float | None = None  # of the workers' runnable time, waiting for a CPU
-    spare_cpus: str | None = None           # CPUs this host has outside the server's, where known
+    spare_cpus: str | None = None           # CPUs outside the server's and loadgen's, where known
     how_to_know: str = "`stagevar profile --server memcached` on the server's host measures them"
 
     def missing(self) -> list[str]:
@@ -249,15 +250,16 @@ def lru_options(spare_cpus: str | None) -> tuple[Option, ...]:
     stock as it runs, stock's own remedies (no code), then the fork's
     knob. Stock's `-o no_lru_maintainer` matched the knob's p90 in issue
     45's runs; it gives up the segmented LRU, so its hit ratio is weighed."""
-    where = f"CPUs {spare_cpus}" if spare_cpus else "a CPU the workers do not use, where the host has one"
+    where = (f"CPUs {spare_cpus}" if spare_cpus
+             else "a CPU the server and its clients do not use, where the host has one")
     return (Option("stock", "stock memcached as it runs: the baseline", False),
-            Option("stock no_lru_maintainer", "stock memcached -o no_lru_maintainer: no maintainer "
+            Option("stock-no_lru_maintainer", "stock memcached -o no_lru_maintainer: no maintainer "
                    "thread, a flat LRU (compare the hit ratio)", False),
-            Option("stock maintainer SCHED_IDLE", f"stock memcached, then chrt --idle -p 0 on the "
-                   f"{MAINTAINER_THREAD} thread's id (or renice -n 19 on it)", False),
-            Option("stock helpers on a spare core", f"stock memcached, then taskset -pc on each of "
+            Option("stock-lrumaint-idle", "stock memcached, its maintainer at SCHED_IDLE: chrt --idle "
+                   f"-p 0 on the {MAINTAINER_THREAD} thread's id (or renice -n 19 on it)", False),
+            Option("stock-helpers-spare", f"stock memcached, then taskset -pc on each of "
                    f"its threads but the mc-worker ones, to {where}", False),
-            Option("fork auto", f"the fork, -o {LRU_KNOB}=auto (or a fixed budget, e.g. =10)", True))
+            Option("fork-auto", f"the fork, -o {LRU_KNOB}=auto (or a fixed budget, e.g. =10)", True))
 
 
 def lru_rule(top: RankedStage, ev: Evidence) -> Advice:

@@ -154,9 +154,10 @@ def test_a_busy_maintainer_names_the_options_to_measure_stock_first() -> None:
     advice = recommend("memcached", rank_stages(k), k, Evidence(0.2, 0.0, spare_cpus="0"))
     assert advice.knob == "amortized LRU" and "competes with the workers" in advice.suggests
     names = [o.name for o in advice.measure]
-    assert names[0] == "stock" and names[1] == "stock no_lru_maintainer"
+    assert names[0] == "stock" and names[1] == "stock-no_lru_maintainer"
     assert all(not o.needs_fork for o in advice.measure[:-1]) and advice.measure[-1].needs_fork
-    assert "SCHED_IDLE" in " ".join(names) and "CPUs 0" in advice.measure[3].how
+    assert names[2] == "stock-lrumaint-idle" and "SCHED_IDLE" in advice.measure[2].how
+    assert names[3] == "stock-helpers-spare" and "CPUs 0" in advice.measure[3].how
     text = "\n".join(advice_lines(asdict(advice), "", "recommendation"))
     assert text.startswith("recommendation: measure before choosing")
     assert text.index("no_lru_maintainer") < text.index("lru_amortized_budget_us=auto")
@@ -175,11 +176,13 @@ def test_the_profile_prints_the_options_it_would_measure() -> None:
     """profile.text() of a profile whose maintainer was busy: the options,
     no `recommendation: amortized LRU` line; the local evidence knows the
     CPUs outside a pinned server's."""
-    design = Design(name="p", server="memcached", levels=[Level("fork", server_cpus="0")], loads=[1000.0])
+    design = Design(name="p", server="memcached", levels=[Level("fork", server_cpus="0")], loads=[1000.0],
+                    client_cpus="0")
     k = stages(kernel_to_read__stddev=50000.0)
     run = {"loadgen": {"meta": {"wall_s": 1.0}}, "server_thread_cpu_s": {"mc-lrumaint": 0.05},
            "outside_cores": 0.0, "stages": k}
     ev = local_evidence(design, run)
+    # CPU 0 is the server's and loadgen's: the helpers could go to any other
     assert ev.spare_cpus == (",".join(str(c) for c in sorted(os.sched_getaffinity(0) - {0})) or None)
     ranked = rank_stages(k)
     advice = recommend("memcached", ranked, k, ev)
@@ -187,5 +190,5 @@ def test_the_profile_prints_the_options_it_would_measure() -> None:
          "ranked": [asdict(r) for r in ranked], "stages": k, "maintainer_cores": 0.05,
          "advice": asdict(advice), "prediction": None}
     out = profile_text(p)
-    assert "recommendation: measure before choosing" in out and "stock no_lru_maintainer" in out
+    assert "recommendation: measure before choosing" in out and "stock-no_lru_maintainer" in out
     assert "recommendation: amortized LRU" not in out
