@@ -149,6 +149,25 @@ def hit_ratio_losers(hits: Mapping[str, list[float]], conf: float) -> dict[str, 
     return out
 
 
+def cell_hit_ratios(exp: Mapping[str, Any], names: list[str], load: float,
+                    arrival: str) -> dict[str, list[float]]:
+    """Each level's runs' hit ratios at one cell (empty where not kept)."""
+    return {n: [s["hit_ratio"] for s in exp["runs"] if cell_of(s) == (n, load, arrival)
+                and s.get("hit_ratio") is not None] for n in names}
+
+
+def resolved_lower(values: Mapping[str, list[float]], candidates: list[str],
+                   conf: float) -> dict[str, list[str]]:
+    """{option: the candidates whose statistic is resolved below its own}."""
+    out: dict[str, list[str]] = {}
+    for name in candidates:
+        for other in candidates:
+            c = compare(values[name], values[other], other, conf)
+            if other != name and c is not None and c.higher:
+                out.setdefault(name, []).append(other)
+    return out
+
+
 def advise_cell(exp: Mapping[str, Any], load: float, arrival: str, metric: str) -> Answer:
     """The option to run at one load and arrival process of an analysed
     experiment (analyze.analyze_experiment's output)."""
@@ -156,6 +175,7 @@ def advise_cell(exp: Mapping[str, Any], load: float, arrival: str, metric: str) 
     cells = {c["knob"]: c for c in exp["cells"] if (float(c["load"]), c["arrival"]) == (load, arrival)}
     names = [n for n in exp["levels"] if n in cells]
     values = {n: run_values(exp, n, load, arrival, metric) for n in names}
+    hits = cell_hit_ratios(exp, names, load, arrival)
     missing = []
     absent = [n for n in exp["levels"] if n not in cells]
     if absent:
@@ -163,35 +183,32 @@ def advise_cell(exp: Mapping[str, Any], load: float, arrival: str, metric: str) 
     if not exp.get("variants"):
         missing.append("the levels' variants (an analysis from before they were recorded): stock's "
                        "options are not put first, only the experiment's order of levels")
-    hits = {n: [s["hit_ratio"] for s in exp["runs"] if cell_of(s) == (n, load, arrival)
-                and s.get("hit_ratio") is not None] for n in names}
     without = [n for n in names if not hits[n]]
     if exp.get("server") == "memcached" and without:
         missing.append(f"the hit ratio of {', '.join(without)} (no get_hits/get_misses in the runs' "
                        "server_stats): an option that loses hit ratio cannot be ruled out there")
     losers = hit_ratio_losers({n: v for n, v in hits.items() if v}, conf)
     candidates = [n for n in names if n not in losers]
-    dominated = {}
-    for name in candidates:
-        for other in candidates:
-            c = compare(values[name], values[other], other, conf)
-            if other != name and c is not None and c.higher:
-                dominated[name] = f"its {metric} is resolved above {other}'s: {c.text()}"
-                break
-    free = [n for n in candidates if n not in dominated]
+    beaten = resolved_lower(values, candidates, conf)
+    free = [n for n in candidates if n not in beaten]
     if not free:       # resolution is not transitive: fall back to the lowest median
         free = [min(candidates, key=lambda n: statistics.median(values[n]))]
     answer = min(free, key=lambda n: simplicity(exp, n))
     baseline = exp["baseline"]
     options = []
     for n in names:
+        vs_answer = None if n == answer else compare(values[n], values[answer], answer, conf)
+        left_out = losers.get(n, "")
+        if n in beaten:      # cite the answer where it is among those that beat it
+            by = answer if answer in beaten[n] else beaten[n][0]
+            c = vs_answer if by == answer else compare(values[n], values[by], by, conf)
+            left_out = f"its {metric} is resolved above {by}'s: {c.text() if c else ''}"
         options.append(OptionFigures(
             name=n, variant=(exp.get("variants") or {}).get(n), runs=len(values[n]),
             median_ns=statistics.median(values[n]),
             hit_ratio=statistics.median(hits[n]) if hits[n] else None, loss=float(cells[n].get("loss", 0.0)),
             vs_baseline=compare(values[n], values[baseline], baseline, conf) if baseline in values else None,
-            vs_answer=None if n == answer else compare(values[n], values[answer], answer, conf),
-            left_out=losers.get(n) or dominated.get(n, "")))
+            vs_answer=vs_answer, left_out=left_out))
     too_few = [o.name for o in options if o.vs_answer is not None and math.isnan(o.vs_answer.low)]
     if too_few:
         missing.append(f"runs enough for a {conf:.0%} CI of {', '.join(too_few)} against {answer}: "
