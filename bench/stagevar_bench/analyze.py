@@ -50,7 +50,16 @@ def run_summary(run: dict[str, Any], conf: float) -> dict[str, Any]:
         "outside_cores": run.get("outside_cores"),
         "lru_amortized": run.get("lru_amortized"),
         "capacity": capacity(run),
+        "hit_ratio": hit_ratio(run),
     }
+
+
+def hit_ratio(run: dict[str, Any]) -> float | None:
+    """memcached's get_hits / (get_hits + get_misses) over the run's
+    server (None without gets or stats: httpd, an older results file)."""
+    st = run.get("server_stats") or {}
+    gets = st.get("get_hits", 0) + st.get("get_misses", 0)
+    return st["get_hits"] / gets if gets else None
 
 
 def capacity(run: dict[str, Any]) -> float | None:
@@ -141,6 +150,7 @@ def analyze_experiment(exp: dict[str, Any], conf: float = 0.95, reps: int = 5000
         cell["outside_cores"] = median_of(runs, "outside_cores")
         caps = [s["capacity"] for s in runs if s.get("capacity")]
         cell["capacity"] = float(np.median(caps)) if caps else None
+        cell["hit_ratio"] = median_of(runs, "hit_ratio")
         if with_ideal and cpr:
             cell["ideal"] = ideal_for_cell(design, raw_by_cell[(knob, load, arrival)], runs)
             cell["measured_over_ideal"] = {
@@ -176,6 +186,7 @@ def analyze_experiment(exp: dict[str, Any], conf: float = 0.95, reps: int = 5000
         "load_unit": design.get("load_unit", "req/s"), "sweep": design.get("sweep"),
         "knob_param": design.get("knob_param"),
         "baseline": baseline, "levels": levels, "params": params, "conf": conf,
+        "variants": {l["name"]: l.get("variant", "fork") for l in design["levels"]},
         "runs_total": len(exp["runs"]), "runs_failed": len(exp["runs"]) - len(ok_runs),
         "failures": sorted({r.get("error") or "no latency recorded" for r in exp["runs"] if not run_ok(r)}),
         "runs": summaries, "cells": cells, "ratios": ratios, "qr": [],

@@ -5,6 +5,7 @@ and measure what it does, with confidence intervals.
     stagevar profile   ...   rank a server's stages, recommend a knob
     stagevar compare   ...   factorial experiment -> results JSON
     stagevar analyze   RESULTS
+    stagevar advise    RESULTS [--metric p90]   which measured option to run
     stagevar report    RESULTS --out DIR
     stagevar compact   RESULTS OUT [--per-octave 16]
     stagevar reproduce [--quick] --out DIR
@@ -271,6 +272,9 @@ def build_parser() -> Parser:
     e = sub.add_parser("exporter", add_help=False, help="serve memcached forks' stage histograms "
                        "and stats to Prometheus (docs/monitoring.md)")
     e.add_argument("rest", nargs=argparse.REMAINDER)
+    sub.add_parser("advise", add_help=False, help="which option to run, from a compare experiment that "
+                   "measured them side by side (docs/stagevar/advise.md)").add_argument(
+                       "rest", nargs=argparse.REMAINDER)
     ld = sub.add_parser("load", add_help=False, help="loadgen on several hosts over ssh, one start, "
                         "one exactly merged report (docs/stagevar/load.md)")
     ld.add_argument("rest", nargs=argparse.REMAINDER)
@@ -466,6 +470,11 @@ def cmd_load(args: argparse.Namespace) -> int:
     return agents.main(args.rest)
 
 
+def cmd_advise(args: argparse.Namespace) -> int:
+    from stagevar_bench import advise
+    return advise.main(args.rest)
+
+
 def cmd_exporter(args: argparse.Namespace) -> int:
     from stagevar_bench import exporter
     return exporter.main(args.rest)
@@ -473,12 +482,13 @@ def cmd_exporter(args: argparse.Namespace) -> int:
 
 COMMANDS = {"profile": cmd_profile, "compare": cmd_compare, "analyze": cmd_analyze,
             "report": cmd_report, "compact": cmd_compact, "reproduce": cmd_reproduce,
-            "bench": cmd_bench, "soak": cmd_soak, "exporter": cmd_exporter, "load": cmd_load}
+            "bench": cmd_bench, "soak": cmd_soak, "exporter": cmd_exporter, "load": cmd_load,
+            "advise": cmd_advise}
 
 
 # Commands whose arguments, options included, all go to a parser of their
 # own (argparse's REMAINDER does not take a leading option such as --help).
-PASS_THROUGH = ("bench", "soak", "exporter", "load")
+PASS_THROUGH = ("bench", "soak", "exporter", "load", "advise")
 
 
 def main(argv: Sequence[str] | None = None) -> int:

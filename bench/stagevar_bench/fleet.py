@@ -32,8 +32,8 @@ import urllib.request
 from dataclasses import asdict, dataclass, field
 from typing import Any, Mapping
 
-from stagevar_bench.stages import (OUTSIDE_BUSY_CORES, Advice, Evidence, RankedStage, rank_stages,
-                                   recommend)
+from stagevar_bench.stages import (OUTSIDE_BUSY_CORES, Advice, Evidence, RankedStage, advice_lines,
+                                   rank_stages, recommend)
 
 STAGE = "stagevar_stage_seconds"
 BATCH = "stagevar_batch_size"
@@ -393,20 +393,12 @@ def table_lines(ranked: list[dict[str, Any]], indent: str) -> list[str]:
     return lines
 
 
-def advice_line(a: Mapping[str, str], indent: str) -> str:
-    if a["knob"] == "none":
-        return f"{indent}knob: none indicated ({a['reason']})"
-    if a["knob"] == "unknown":
-        return f"{indent}knob: unknown ({a['reason']})"
-    return f"{indent}knob: {a['knob']}: {a['option']}\n{indent}  because {a['reason']}"
-
-
 def text(p: Mapping[str, Any]) -> str:
     lines = [f"fleet profile from {p['prometheus']}, selector {p['match']}, the last {p['window']}:"]
     for kind, f in p["fleets"].items():
         lines.append(f"{kind}: {len(f['instances'])} instance(s), pooled, ranked by variance:")
         lines += table_lines(f["ranked"], "  ")
-        lines.append(advice_line(f["advice"], "  "))
+        lines += advice_lines(f["advice"], "  ", "knob")
         for s in f["stand_out"]:
             lines.append(f"  stands out: {s['instance']}: {s['why']}")
     for i in p["instances"]:
@@ -419,7 +411,7 @@ def text(p: Mapping[str, Any]) -> str:
         if measured:
             lines.append(f"    scheduling over the window: {measured}")
         if top:
-            lines.append(advice_line(i["advice"], "    "))
+            lines += advice_lines(i["advice"], "    ", "knob")
     return "\n".join(lines)
 
 

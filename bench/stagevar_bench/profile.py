@@ -1,7 +1,7 @@
 # SPDX-License-Identifier: BSD-3-Clause
 """profile: run the fork with stage tracing under load, rank the stages by
-variance, recommend the knob and predict with M/G/1 what calming the top
-stage would buy."""
+variance, say what they suggest (for the LRU: the options to measure) and
+predict with M/G/1 what calming the top stage would buy."""
 from __future__ import annotations
 
 import os
@@ -11,8 +11,8 @@ from typing import Any
 
 from stagevar_bench import machine
 from stagevar_bench.experiment import Design, Level, run_one, target_for
-from stagevar_bench.stages import (Advice, Evidence, Prediction, RankedStage, pk_prediction,
-                                   rank_stages, recommend)
+from stagevar_bench.stages import (Advice, Evidence, Prediction, RankedStage, advice_lines,
+                                   pk_prediction, rank_stages, recommend)
 
 
 def worker_count(design: Design, level: Level) -> int:
@@ -72,15 +72,30 @@ def local_evidence(design: Design, run: dict[str, Any]) -> Evidence:
     """The advisor's evidence from a run of ours: the mc-lrumaint thread's
     CPU over the run (0 when there is none: the knob is on), the other
     tasks' CPU on the server's CPUs (known
-    when the design pins the server) and the workers' run-queue share."""
+    when the design pins the server), the workers' run-queue share and the
+    CPUs outside a pinned server's, where its helper threads could go."""
     if design.server != "memcached":
         return Evidence()
     wall = run["loadgen"]["meta"].get("wall_s") or 1.0
     return Evidence(maintainer_cores=run.get("server_thread_cpu_s", {}).get("mc-lrumaint", 0.0) / wall,
                     outside_cores=run.get("outside_cores"),
                     worker_wait_share=(run.get("worker_sched") or {}).get("wait_share"),
+                    spare_cpus=spare_cpus(design.levels[0].server_cpus or design.server_cpus,
+                                          design.client_cpus),
                     how_to_know="pin the server (--server-cpus) so that the profile can measure the "
                     "other tasks on its cores")
+
+
+def spare_cpus(server_cpus: str | None, client_cpus: str | None) -> str | None:
+    """The CPUs this process may use outside a pinned server's and
+    loadgen's, as a list ('2,3'): where the server's helper threads could
+    go. None when the server is not pinned (its CPUs are every CPU) or
+    none is left."""
+    if not server_cpus:
+        return None
+    taken = machine.parse_cpu_list(server_cpus) + (machine.parse_cpu_list(client_cpus) if client_cpus else [])
+    left = sorted(os.sched_getaffinity(0) - set(taken))
+    return ",".join(str(c) for c in left) or None
 
 
 def text(p: dict[str, Any]) -> str:
@@ -102,14 +117,7 @@ def text(p: dict[str, Any]) -> str:
         lines.append(f"  workers waited for their CPU {p['worker_wait_share']:.1%} of their runnable time"
                      + (f"; other tasks took {p['outside_cores']:.2f} cores of the server's CPUs"
                         if p.get("outside_cores") is not None else ""))
-    a = p["advice"]
-    if a["knob"] == "none":
-        lines.append(f"recommendation: no knob indicated ({a['reason']})")
-    elif a["knob"] == "unknown":
-        lines.append(f"recommendation: unknown ({a['reason']})")
-    else:
-        lines.append(f"recommendation: {a['knob']}: {a['option']}")
-        lines.append(f"  because {a['reason']}")
+    lines += advice_lines(p["advice"], "", "recommendation")
     pr = p.get("prediction")
     if pr:
         lines.append(

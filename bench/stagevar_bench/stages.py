@@ -1,6 +1,6 @@
 # SPDX-License-Identifier: BSD-3-Clause
-"""Stage statistics from the fork servers, the ranking by variance, the
-knob the method recommends and the M/G/1 prediction.
+"""Stage statistics from the fork servers, the ranking by variance, what
+the stages suggest (and the options to measure) and the M/G/1 prediction.
 
 memcached answers `stats stages` with `STAT <stage>:<field> <value>`;
 httpd's handler answers `/stage-stats?json` with
@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 import math
 from dataclasses import dataclass
-from typing import Mapping
+from typing import Any, Mapping
 
 from stagevar_bench import memcache_client as mc
 from stagevar_bench.queueing import Unstable, pk_mean_response
@@ -134,10 +134,27 @@ def pk_prediction(ranked: list[RankedStage], rate_per_s: float, servers: int,
 # --------------------------------------------------------------- advice
 
 @dataclass(frozen=True)
+class Option:
+    """One thing to measure: a name (the level's name in the LRU option
+    set of `stagevar compare --lru-options`), how an operator gets it, and
+    whether it needs the fork's code."""
+    name: str
+    how: str
+    needs_fork: bool
+
+
+@dataclass(frozen=True)
 class Advice:
-    knob: str                   # what to turn, "none", or "unknown" (evidence missing)
-    option: str                 # how
-    reason: str
+    """What the stage evidence says. `knob` names the knob the rule is
+    about ("none", or "unknown" where evidence is missing); for the LRU the
+    stages show a cause, not which remedy wins, so `suggests` names the
+    cause and `measure` the options to run side by side, stock's first:
+    the answer comes from measuring them (advise.py), not from here."""
+    knob: str                   # what the rule points at, "none", or "unknown"
+    option: str                 # the fork knob's own setting, where there is one
+    reason: str                 # the figures weighed
+    suggests: str = ""          # the cause the evidence points at
+    measure: tuple[Option, ...] = ()
 
 
 BATCH_CV2_VARIABLE = 0.25       # batch sizes vary (C² of requests per read)
@@ -165,6 +182,7 @@ class Evidence:
     maintainer_cores: float | None = None   # the mc-lrumaint thread's CPU
     outside_cores: float | None = None      # other tasks' CPU on the server's allowed CPUs
     worker_wait_share: float | None = None  # of the workers' runnable time, waiting for a CPU
+    spare_cpus: str | None = None           # CPUs outside the server's and loadgen's, where known
     how_to_know: str = "`stagevar profile --server memcached` on the server's host measures them"
 
     def missing(self) -> list[str]:
@@ -223,11 +241,33 @@ def recommend(server: str, ranked: list[RankedStage], stages: Mapping[str, Mappi
     return Advice("none", "", f"{top.name} varies most; the method has no knob for it")
 
 
+LRU_KNOB = "lru_amortized_budget_us"
+MAINTAINER_THREAD = "mc-lrumaint"
+
+
+def lru_options(spare_cpus: str | None) -> tuple[Option, ...]:
+    """What to measure when the maintainer competes with the workers:
+    stock as it runs, stock's own remedies (no code), then the fork's
+    knob. Stock's `-o no_lru_maintainer` matched the knob's p90 in issue
+    45's runs; it gives up the segmented LRU, so its hit ratio is weighed."""
+    where = (f"CPUs {spare_cpus}" if spare_cpus
+             else "a CPU the server and its clients do not use, where the host has one")
+    return (Option("stock", "stock memcached as it runs: the baseline", False),
+            Option("stock-no_lru_maintainer", "stock memcached -o no_lru_maintainer: no maintainer "
+                   "thread, a flat LRU (compare the hit ratio)", False),
+            Option("stock-lrumaint-idle", "stock memcached, its maintainer at SCHED_IDLE: chrt --idle "
+                   f"-p 0 on the {MAINTAINER_THREAD} thread's id (or renice -n 19 on it)", False),
+            Option("stock-helpers-spare", f"stock memcached, then taskset -pc on each of "
+                   f"its threads but the mc-worker ones, to {where}", False),
+            Option("fork-auto", f"the fork, -o {LRU_KNOB}=auto (or a fixed budget, e.g. =10)", True))
+
+
 def lru_rule(top: RankedStage, ev: Evidence) -> Advice:
-    """kernel_to_read varies most in a memcached: the amortized LRU knob
-    if its maintainer thread is busy and no neighbour shares its cores.
-    A neighbour declines it even when the maintainer's CPU is unknown:
-    declining is never blind."""
+    """kernel_to_read varies most in a memcached: if its maintainer thread
+    is busy and no neighbour shares its cores, the maintainer competes
+    with the workers, and the options that calm it are to be measured
+    (stock's first). A neighbour declines the amortized knob even when the
+    maintainer's CPU is unknown: declining is never blind."""
     varies = f"kernel_to_read varies most ({100 * top.share:.0f}% of the variance)"
     measured = ev.text()
     if ev.outside_cores is not None and ev.outside_cores >= OUTSIDE_BUSY_CORES:
@@ -242,8 +282,31 @@ def lru_rule(top: RankedStage, ev: Evidence) -> Advice:
                       "where the maintainer is busy and hurts beside a neighbour, so it is not "
                       f"recommended blind; {ev.how_to_know}")
     if ev.maintainer_cores >= MAINTAINER_BUSY_CORES:
-        return Advice("amortized LRU", "-o lru_amortized_budget_us=auto",
-                      f"{varies} and the maintainer was busy ({measured}): its work interferes "
-                      "with the workers' wake-ups")
+        return Advice("amortized LRU", f"-o {LRU_KNOB}=auto",
+                      f"{varies} and the maintainer was busy ({measured})",
+                      suggests="the LRU maintainer thread competes with the workers for their "
+                      "core: its wake-ups delay theirs",
+                      measure=lru_options(ev.spare_cpus))
     return Advice("none", "", f"{varies} but the maintainer was not busy ({measured}): "
                   "interference comes from elsewhere")
+
+
+def advice_lines(a: Mapping[str, Any], indent: str, label: str) -> list[str]:
+    """An Advice (as its dict) as text, the profile's and the fleet's:
+    `label` heads the first line ("recommendation", "knob")."""
+    if a["knob"] == "none":
+        return [f"{indent}{label}: no knob indicated ({a['reason']})"]
+    if a["knob"] == "unknown":
+        return [f"{indent}{label}: unknown ({a['reason']})"]
+    measure = a.get("measure") or ()
+    if not measure:
+        return [f"{indent}{label}: {a['knob']}: {a['option']}", f"{indent}  because {a['reason']}"]
+    lines = [f"{indent}{label}: measure before choosing: the stages show a cause, not which "
+             "remedy wins",
+             f"{indent}  evidence: {a['reason']}",
+             f"{indent}  suggests: {a['suggests']}",
+             f"{indent}  options to measure side by side, stock's first (then `stagevar advise "
+             "RESULTS` names the one to run):"]
+    for o in measure:
+        lines.append(f"{indent}    {o['name']:<32} {o['how']}")
+    return lines

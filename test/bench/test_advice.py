@@ -4,14 +4,17 @@ from __future__ import annotations
 
 import json
 import math
+import os
+from dataclasses import asdict
 
 import pytest
 
 from stagevar_bench.queueing import pk_mean_response
 from stagevar_bench.experiment import Design, Level
 from stagevar_bench.profile import local_evidence
-from stagevar_bench.stages import (Evidence, parse_httpd_stages, parse_memcached_stages, pk_prediction,
-                                   rank_stages, recommend)
+from stagevar_bench.profile import text as profile_text
+from stagevar_bench.stages import (Evidence, advice_lines, parse_httpd_stages, parse_memcached_stages,
+                                   pk_prediction, rank_stages, recommend)
 
 MEMCACHED = """STAT stage_trace on
 STAT stage_trace_kernel on
@@ -140,3 +143,52 @@ def test_the_local_profile_gives_the_advisor_its_evidence() -> None:
     unpinned = {key: v for key, v in run.items() if key != "outside_cores"}
     blind = recommend("memcached", rank_stages(k), k, local_evidence(design, unpinned))
     assert blind.knob == "unknown" and "--server-cpus" in blind.reason
+
+
+def test_a_busy_maintainer_names_the_options_to_measure_stock_first() -> None:
+    """The stages show that the maintainer competes with the workers, not
+    which remedy wins: the advice keeps its knob (tools/demo picks its
+    comparison by it) and lists stock's own options before the fork's,
+    and the text says to measure them instead of recommending the knob."""
+    k = stages(kernel_to_read__stddev=50000.0)
+    advice = recommend("memcached", rank_stages(k), k, Evidence(0.2, 0.0, spare_cpus="0"))
+    assert advice.knob == "amortized LRU" and "competes with the workers" in advice.suggests
+    names = [o.name for o in advice.measure]
+    assert names[0] == "stock" and names[1] == "stock-no_lru_maintainer"
+    assert all(not o.needs_fork for o in advice.measure[:-1]) and advice.measure[-1].needs_fork
+    assert names[2] == "stock-lrumaint-idle" and "SCHED_IDLE" in advice.measure[2].how
+    assert names[3] == "stock-helpers-spare" and "CPUs 0" in advice.measure[3].how
+    text = "\n".join(advice_lines(asdict(advice), "", "recommendation"))
+    assert text.startswith("recommendation: measure before choosing")
+    assert text.index("no_lru_maintainer") < text.index("lru_amortized_budget_us=auto")
+    assert "stagevar advise" in text
+    # without a known spare CPU the option says where one exists
+    unpinned = recommend("memcached", rank_stages(k), k, Evidence(0.2, 0.0))
+    assert "where the host has one" in unpinned.measure[3].how
+    # the other rules still answer with their knob and no options
+    s = stages()
+    batching = recommend("memcached", rank_stages(s), s)
+    assert batching.measure == () and advice_lines(asdict(batching), "", "recommendation")[0] == (
+        "recommendation: client batching: loadgen --batch-interval-us N (e.g. 50)")
+
+
+def test_the_profile_prints_the_options_it_would_measure() -> None:
+    """profile.text() of a profile whose maintainer was busy: the options,
+    no `recommendation: amortized LRU` line; the local evidence knows the
+    CPUs outside a pinned server's."""
+    design = Design(name="p", server="memcached", levels=[Level("fork", server_cpus="0")], loads=[1000.0],
+                    client_cpus="0")
+    k = stages(kernel_to_read__stddev=50000.0)
+    run = {"loadgen": {"meta": {"wall_s": 1.0}}, "server_thread_cpu_s": {"mc-lrumaint": 0.05},
+           "outside_cores": 0.0, "stages": k}
+    ev = local_evidence(design, run)
+    # CPU 0 is the server's and loadgen's: the helpers could go to any other
+    assert ev.spare_cpus == (",".join(str(c) for c in sorted(os.sched_getaffinity(0) - {0})) or None)
+    ranked = rank_stages(k)
+    advice = recommend("memcached", ranked, k, ev)
+    p = {"server": "memcached", "level": {"name": "fork"}, "rate": 1000.0, "arrival": "exp",
+         "ranked": [asdict(r) for r in ranked], "stages": k, "maintainer_cores": 0.05,
+         "advice": asdict(advice), "prediction": None}
+    out = profile_text(p)
+    assert "recommendation: measure before choosing" in out and "stock-no_lru_maintainer" in out
+    assert "recommendation: amortized LRU" not in out

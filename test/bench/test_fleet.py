@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import math
 import random
+from dataclasses import asdict
 
 import pytest
 
@@ -146,6 +147,13 @@ def test_fleet_evidence_from_the_exporters_counters_decides_per_instance() -> No
     assert decide[beside].knob == "none" and "other tasks took 0.90 cores" in decide[beside].reason
     assert decide[quiet].knob == "none" and "maintainer thread took 0.001 cores" in decide[quiet].reason
     assert decide[busy].knob == "amortized LRU"
+    # ... whose text names the options to measure, stock's first, not the knob as the answer
+    shown = fleet.text({"prometheus": "http://p", "match": "{}", "window": "10m", "fleets": {},
+                        "instances": [{"name": busy, "kind": "memcached", "stages": k,
+                                       "ranked": [asdict(r) for r in ranked],
+                                       "evidence": asdict(ev[busy]), "advice": asdict(decide[busy])}]})
+    assert "    knob: measure before choosing" in shown and "knob: amortized LRU" not in shown
+    assert shown.index("stock-no_lru_maintainer") < shown.index("fork-auto")
     # an instance the exporter does not read from /proc (another host): unknown,
     # and the answer names what to deploy
     blind = fleet.recommend("memcached", ranked, k, ev.get(remote, fleet.Evidence(how_to_know=fleet.DEPLOY)))
