@@ -301,30 +301,31 @@ def text_tables(analysis: dict[str, Any]) -> str:
     lines: list[str] = []
     for exp in analysis["experiments"]:
         conf = int(round(exp["conf"] * 100))
+        w = max([14] + [len(c["knob"]) + 1 for c in exp["cells"]])   # the knob column fits every name
         lines.append(f"== {exp['name']} ({exp['server']}; {exp['runs_total']} runs, "
                      f"{exp['runs_failed']} failed) ==")
         if exp["description"]:
             lines.append(exp["description"])
         lines.append(f"latency from the schedule, us: median over runs [{conf}% bootstrap CI]")
-        lines.append(f"{'knob':<14}{'load':>10} {'arr':<5}{'runs':>5}  {'mean':<26}{'p50':<26}{'p99':<26}"
+        lines.append(f"{'knob':<{w}}{'load':>10} {'arr':<5}{'runs':>5}  {'mean':<26}{'p50':<26}{'p99':<26}"
                      f"{'p99.9':<26}lost")
         for c in exp["cells"]:
             p = c["percentiles"]
-            lines.append(f"{c['knob']:<14}{c['load']:>10g} {c['arrival']:<5}{c['runs']:>5}  "
+            lines.append(f"{c['knob']:<{w}}{c['load']:>10g} {c['arrival']:<5}{c['runs']:>5}  "
                          f"{fmt_ci(c['mean_ns']):<25} {fmt_ci(p['p50']):<25} {fmt_ci(p['p99']):<25} "
                          f"{fmt_ci(p['p999']):<25} {c['errors']} ({c['loss']:.2%})")
         if exp["ratios"]:
             lines.append(f"ratio knob / {exp['baseline']} (median over runs) [{conf}% bootstrap CI]; < 1 is better")
             for r in exp["ratios"]:
                 p = r["percentiles"]
-                lines.append(f"{r['knob']:<14}{r['load']:>10g} {r['arrival']:<5}  p50 "
+                lines.append(f"{r['knob']:<{w}}{r['load']:>10g} {r['arrival']:<5}  p50 "
                              f"{fmt_ci(p['p50'], 1, 3)}  p99 {fmt_ci(p['p99'], 1, 3)}  mean {fmt_ci(r['mean'], 1, 3)}")
             lines.append(f"exact rank ratios knob / {exp['baseline']} (Hodges-Lehmann) [{conf}% CI]; "
                          "cpu: the server's CPU time per request")
             for r in exp["ratios"]:
                 shown = [f"{m} {fmt_rank(r['ranks'][m])}" for m in ("p99", "mean", "cpu")
                          if "error" not in r["ranks"].get(m, {"error": None})]
-                lines.append(f"{r['knob']:<14}{r['load']:>10g} {r['arrival']:<5}  " + "  ".join(shown))
+                lines.append(f"{r['knob']:<{w}}{r['load']:>10g} {r['arrival']:<5}  " + "  ".join(shown))
         mech = [c for c in exp["cells"] if c.get("worker_sched") or c.get("outside_cores") is not None]
         if mech:
             lines.append("the mechanism: the workers' wait for their CPU (share of runnable time) and the "
@@ -332,7 +333,7 @@ def text_tables(analysis: dict[str, Any]) -> str:
             for c in mech:
                 wait = (c.get("worker_sched") or {}).get("wait_share")
                 out = c.get("outside_cores")
-                lines.append(f"{c['knob']:<14}{c['load']:>10g} {c['arrival']:<5}  workers waited "
+                lines.append(f"{c['knob']:<{w}}{c['load']:>10g} {c['arrival']:<5}  workers waited "
                              + (f"{wait:.1%}" if wait is not None else "-") + "  others took "
                              + (f"{out:.2f} cores" if out is not None else "-"))
         ideal = [c for c in exp["cells"] if c.get("ideal")]
@@ -340,7 +341,7 @@ def text_tables(analysis: dict[str, Any]) -> str:
             lines.append("queueing ideal (deterministic service = server CPU per request): measured / ideal")
             for c in ideal:
                 m = c["measured_over_ideal"]
-                lines.append(f"{c['knob']:<14}{c['load']:>10g} {c['arrival']:<5} rho {c['ideal']['utilisation']:.2f}"
+                lines.append(f"{c['knob']:<{w}}{c['load']:>10g} {c['arrival']:<5} rho {c['ideal']['utilisation']:.2f}"
                              f"  p50 {m['p50']:.2f}  p99 {m['p99']:.2f}  p99.9 {m['p999']:.2f}")
         for q in exp["qr"]:
             if "error" in q:
