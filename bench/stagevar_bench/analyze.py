@@ -55,8 +55,14 @@ def run_summary(run: dict[str, Any], conf: float) -> dict[str, Any]:
 
 
 def hit_ratio(run: dict[str, Any]) -> float | None:
-    """memcached's get_hits / (get_hits + get_misses) over the run's
-    server (None without gets or stats: httpd, an older results file)."""
+    """The share of the keys a run's gets asked for that came back: from
+    loadgen's counts, which cover the measured window alone, or, in a
+    results file older than those, memcached's get_hits / (get_hits +
+    get_misses) over the server's life (warm-up included). None without
+    gets (httpd, a set-only load)."""
+    counts = (run.get("loadgen") or {}).get("counts") or {}
+    if "hits" in counts and "get_keys" in counts:
+        return counts["hits"] / counts["get_keys"] if counts["get_keys"] else None
     st = run.get("server_stats") or {}
     gets = st.get("get_hits", 0) + st.get("get_misses", 0)
     return st["get_hits"] / gets if gets else None

@@ -203,3 +203,15 @@ def test_one_answer_per_load_and_a_level_without_runs_is_named() -> None:
     assert by_load[LOAD].cautions == [f"stock lost {10 / 6010:.2%} of its requests (errors, losses, "
                                       "timeouts): its p90 is of those answered"]
     assert by_load[LOAD / 2].cautions == []
+
+
+def test_the_hit_ratio_is_the_measured_windows_from_loadgen_counts() -> None:
+    """loadgen counts the measured window alone; the server's get_hits
+    include the warm-up, so they are only the fallback of older files."""
+    from stagevar_bench.analyze import hit_ratio
+    record = run("stock", 100.0, 0, 0.5)
+    assert hit_ratio(record) == 0.5
+    record["loadgen"]["counts"] = {"hits": 900, "get_keys": 1000}
+    assert hit_ratio(record) == 0.9
+    record["loadgen"]["counts"] = {"hits": 0, "get_keys": 0}
+    assert hit_ratio(record) is None
