@@ -433,6 +433,11 @@ static void make_request(lg_thread *t, lg_req *r, uint64_t sched)
     r->nkeys = 1;
     if (t->o->proto == LG_PROTO_HTTP) {
         r->op = LG_OP_HTTP;
+    } else if (w->stream > 0 && lg_rng_uniform(&t->rng) < w->stream) {
+        /* Drawn only with --stream, so runs without it keep their keys. */
+        r->op = LG_OP_SET;
+        r->key[0] = lg_stream_key(w, t->streamed++, t->id, t->o->threads);
+        return;
     } else if (lg_rng_uniform(&t->rng) < w->get_ratio) {
         r->op = LG_OP_GET;
         r->nkeys = (uint16_t)w->multiget;

@@ -41,6 +41,7 @@ typedef struct lg_thread {
     struct event *wake;
     lg_schedule sched;
     lg_rng rng;                 /* request contents */
+    uint64_t streamed;          /* --stream sets made (workload.h) */
     lg_conn *conns;
     unsigned nconns, rr;
     uint64_t next_ns;           /* next scheduled send */

@@ -25,7 +25,7 @@ enum {
     O_TRACE = 256, O_SHAPE, O_CPUS, O_SEQ, O_RPC, O_MAXOUT, O_BATCH, O_NAGLE, O_KEYS,
     O_KEYSIZE, O_VALSIZE, O_GETRATIO, O_POP, O_MULTIGET, O_PRELOAD, O_PATH, O_PATHSFILE,
     O_TIMEOUT, O_LATE, O_SPIN, O_TSTAMP, O_SEED, O_JSON, O_NONLOOP, O_TTL, O_COALESCE,
-    O_STARTAT,
+    O_STARTAT, O_STREAM,
 };
 
 static const struct option long_opts[] = {
@@ -58,6 +58,7 @@ static const struct option long_opts[] = {
     { "popularity", required_argument, NULL, O_POP },
     { "multiget", required_argument, NULL, O_MULTIGET },
     { "ttl", required_argument, NULL, O_TTL },
+    { "stream", required_argument, NULL, O_STREAM },
     { "preload", no_argument, NULL, O_PRELOAD },
     { "path", required_argument, NULL, O_PATH },
     { "paths-file", required_argument, NULL, O_PATHSFILE },
@@ -134,6 +135,10 @@ void lg_options_usage(FILE *out)
 "      --ttl SPEC             exptime of every set: N seconds (default 0: never\n"
 "                             expire; at most 2592000), or mix:F:N, where a\n"
 "                             fraction F of the keys get N and the rest 0\n"
+"      --stream F             a fraction F of the requests set a new key each,\n"
+"                             one never named again (a stream of items set\n"
+"                             once); the rest follow --get-ratio and\n"
+"                             --popularity over --keys (default 0)\n"
 "      --preload              set every key once before the warm-up\n"
 "      --path PATH            HTTP path to GET, repeatable (default /)\n"
 "      --paths-file FILE      HTTP paths, one per line\n"
@@ -334,7 +339,7 @@ static void set_defaults(lg_options *o, int argc, char **argv)
 
 /* Which options were given, for the cross-checks. */
 typedef struct {
-    int duration, requests, conns, rpc, port, multiget, path, preload, keysize, valsize, getratio;
+    int duration, requests, conns, rpc, port, multiget, path, preload, keysize, valsize, getratio, stream;
     const char *ttl_spec, *keysize_spec, *valsize_spec, *pop_spec, *duration_arg, *rate_arg;
 } seen_opts;
 
@@ -427,6 +432,12 @@ static int parse_workload_opt(lg_options *o, int c, const char *v, seen_opts *s,
     case O_POP: s->pop_spec = v; return 0;
     case O_MULTIGET: s->multiget = 1; return opt_uint("multiget", v, 1, LG_MAX_MULTIGET, &o->wl.multiget, err);
     case O_TTL: s->ttl_spec = v; return 0;
+    case O_STREAM: {
+        char why[LG_ERRLEN];
+
+        s->stream = 1;
+        return opt_spec("stream", lg_parse_double(v, 0, 1, &o->wl.stream, why), why, err);
+    }
     case O_PRELOAD: s->preload = 1; o->preload = 1; return 0;
     case O_PATH: s->path = 1; return add_path(o, v, err);
     case O_PATHSFILE: s->path = 1; return load_paths(o, v, err);
@@ -565,9 +576,15 @@ static int check_combinations(lg_options *o, const seen_opts *s, char *err)
         return fail(err, "--sequential-clients replaces --connections; give one of them");
     if (s->rpc && !o->seq_clients)
         return fail(err, "--requests-per-conn needs --sequential-clients");
-    if (http && (s->multiget || s->preload || s->getratio || s->keysize || s->valsize || s->ttl_spec))
-        return fail(err, "--multiget, --preload, --get-ratio, --key-size, --value-size and --ttl are memcache options, "
-                    "not http");
+    if (http && (s->multiget || s->preload || s->getratio || s->keysize || s->valsize || s->ttl_spec ||
+                 s->stream))
+        return fail(err, "--multiget, --preload, --get-ratio, --key-size, --value-size, --ttl and --stream are "
+                    "memcache options, not http");
+    if (o->wl.stream > 0 && o->wl.keys > LG_MAX_STREAM_KEYS) {
+        snprintf(err, LG_ERRLEN, "--keys %llu leaves --stream too few new keys: at most %u with --stream",
+                 (unsigned long long)o->wl.keys, LG_MAX_STREAM_KEYS);
+        return -1;
+    }
     if (!http && s->path)
         return fail(err, "--path and --paths-file are http options; add --protocol http");
     if (o->rate / o->threads > 5e6) {

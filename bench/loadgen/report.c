@@ -294,14 +294,14 @@ static void json_meta(FILE *f, const lg_result *r)
             "\"requests_per_conn\":%u,\"mode\":\"%s\",\"max_outstanding\":%u,\"batch_interval_us\":%.3f,"
             "\"nagle\":%s,\"rate\":%.6g,\"warmup_s\":%.6g,\"duration_s\":%.6g,\"requests\":%llu,"
             "\"timeout_s\":%.6g,\"late_us\":%.6g,\"keys\":%llu,\"get_ratio\":%.6g,"
-            "\"multiget\":%u,\"ttl_s\":%u,\"ttl_fraction\":%.6g,\"preload_sets\":%llu,",
+            "\"multiget\":%u,\"ttl_s\":%u,\"ttl_fraction\":%.6g,\"stream\":%.6g,\"preload_sets\":%llu,",
             o->port, o->threads, o->seq_clients ? 0 : o->conns, o->seq_clients,
             o->seq_clients ? o->reqs_per_conn : 0, o->max_outstanding ? "closed-loop" : "open-loop",
             o->max_outstanding, o->batch_ns / 1e3, o->nagle ? "true" : "false", o->rate,
             o->warmup_ns / 1e9, o->duration_ns / 1e9, (unsigned long long)o->requests,
             o->timeout_ns / 1e9, o->late_ns / 1e3, (unsigned long long)o->wl.keys,
             o->wl.get_ratio, o->wl.multiget, o->wl.ttl.secs, o->wl.ttl.secs ? o->wl.ttl.fraction : 0,
-            (unsigned long long)r->preload_sets);
+            o->wl.stream, (unsigned long long)r->preload_sets);
     fprintf(f, "\"timestamps\":\"%s\",\"coalesce\":%s,", lg_ts_mode_names[o->timestamps],
             o->coalesce ? "true" : "false");
     if (o->spin_auto)

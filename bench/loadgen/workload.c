@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* Key names and sizes, value sizes, popularity. */
+/* Key names and sizes, value sizes, popularity, stream keys. */
 #include "workload.h"
 
 #include <math.h>
@@ -342,4 +342,13 @@ uint32_t lg_key_ttl(const lg_workload *w, uint64_t idx)
         return w->ttl.secs;
     lg_rng_seed(&r, w->seed ^ 0x74746c, idx);
     return lg_rng_uniform(&r) < w->ttl.fraction ? w->ttl.secs : 0;
+}
+
+/* ---- stream ----------------------------------------------------------- */
+
+uint32_t lg_stream_key(const lg_workload *w, uint64_t j, unsigned thread, unsigned threads)
+{
+    uint64_t span = ((uint64_t)1 << 32) - w->keys;
+
+    return (uint32_t)(w->keys + (j * threads + thread) % span);
 }

@@ -77,6 +77,7 @@ typedef struct {
     unsigned multiget;
     lg_popularity pop;
     lg_ttl ttl;
+    double stream;          /* --stream: share of requests that set a new key */
     const char **paths;     /* HTTP: request one of these (pop over paths) */
     size_t npaths;
     uint64_t seed;
@@ -87,5 +88,14 @@ size_t lg_key_name(const lg_workload *w, uint64_t idx, char *buf);
 uint32_t lg_value_size(const lg_workload *w, uint64_t idx);
 /* The exptime every set of key `idx` carries. */
 uint32_t lg_key_ttl(const lg_workload *w, uint64_t idx);
+
+/* --stream: requests that set a key no other request names, so they turn
+ * the cache over without being read. Stream keys lie past the key set:
+ * the j-th of thread `thread` (of `threads`) is keys + j * threads +
+ * thread, wrapping within [keys, 2^32) (requests carry 32-bit key
+ * indexes); by the time one comes round again its first set is long
+ * evicted. */
+#define LG_MAX_STREAM_KEYS 0x7fffffffu  /* --keys at most this with --stream */
+uint32_t lg_stream_key(const lg_workload *w, uint64_t j, unsigned thread, unsigned threads);
 
 #endif

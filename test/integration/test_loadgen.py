@@ -150,6 +150,20 @@ def test_memcached_ttl_items_expire(fork_memcached: MemcachedServer, tmp_path: P
     assert key_ttls(fork_memcached.port, forever) == [-1] * len(forever)
 
 
+def test_memcached_stream_sets_keys_of_their_own(fork_memcached: MemcachedServer, tmp_path: Path) -> None:
+    report, _ = loadgen(tmp_path, "-p", str(fork_memcached.port), "-r", "2000", "-d", "1", "-w", "0",
+                        "-T", "2", "--keys", "100", "--preload", "--get-ratio", "1", "--stream", "0.5")
+    after = memcached_stats(fork_memcached.port)
+    assert_clean(report)
+    c = report["counts"]
+    assert report["meta"]["stream"] == 0.5
+    assert c["sets"] > 0 and c["gets"] > 0
+    # With a get ratio of 1 every set is a stream set, and each named a
+    # key no other did, in either thread: one new item per set.
+    assert after["curr_items"] == 100 + c["sets"], (after["curr_items"], c["sets"])
+    assert c["hits"] == c["get_keys"], "gets name only the preloaded keys"
+
+
 def run_with_stall(server: MemcachedServer, tmp_path: Path, *extra: str) -> dict[str, Any]:
     """loadgen at 2000/s for 1.5 s; the server is frozen for 50 ms in the middle."""
     out = tmp_path / "stall.json"

@@ -61,6 +61,10 @@ Test(options, bad_flags_are_named)
         { "--sequential-clients 2 --connections 3", "--sequential-clients replaces --connections" },
         { "--requests-per-conn 75", "needs --sequential-clients" },
         { "--protocol http --multiget 4", "memcache options" },
+        { "--stream 1.5", "'1.5'" },
+        { "--stream -0.1", "'-0.1'" },
+        { "--protocol http --stream 0.5", "memcache options" },
+        { "--stream 0.5 --keys 4000000000", "--keys 4000000000" },
         { "--path /x", "http options" },
         { "--protocol http --path noslash", "'noslash'" },
         { "--rate 1e8", "per thread" },
@@ -98,6 +102,7 @@ Test(options, defaults)
     cr_assert_eq(o.coalesce, 0, "each request its own send by default");
     cr_assert_eq(o.timestamps, LG_TS_KERNEL, "replies timed by the kernel by default");
     cr_assert_eq(o.start_at_ns, 0, "start now unless asked");
+    cr_assert_eq(o.wl.stream, 0, "no stream unless asked");
     lg_options_free(&o);
 }
 
@@ -172,5 +177,19 @@ Test(options, memcache_line)
     cr_assert_eq(o.batch_ns, 20e3);
     cr_assert_eq(o.nagle, 1);
     cr_assert_eq(o.trace.n, 24);
+    lg_options_free(&o);
+}
+
+/* The grid's policy workload: a hot set under a stream of new keys. */
+Test(options, stream)
+{
+    char err[LG_ERRLEN] = "";
+    lg_options o;
+
+    cr_assert_eq(parse(&o, err, "--keys 10000 --preload --get-ratio 0.99 --stream 0.1"), LG_OPT_RUN, "%s", err);
+    cr_assert_eq(o.wl.stream, 0.1);
+    cr_assert_eq(o.wl.get_ratio, 0.99);
+    lg_options_free(&o);
+    cr_assert_eq(parse(&o, err, "--stream 1 --keys 2147483647"), LG_OPT_RUN, "%s", err);
     lg_options_free(&o);
 }

@@ -291,3 +291,43 @@ Test(popularity, zipf_refuses_more_keys_than_its_table_may_hold)
     cr_assert_eq(lg_pop_init(&p, (uint64_t)LG_MAX_ZIPF_KEYS + 1, err), -1);
     cr_assert(strstr(err, "134217729") != NULL, "%s", err);
 }
+
+static int cmp_u32(const void *a, const void *b)
+{
+    uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+
+    return (x > y) - (x < y);
+}
+
+/* Stream keys: past the key set, never one twice (across threads too),
+ * and the wrap keeps them inside [keys, 2^32). */
+Test(stream, keys_are_new_and_distinct)
+{
+    lg_workload w = { .keys = 1000 };
+    enum { THREADS = 3, PER_THREAD = 5000 };
+    uint32_t *seen = malloc(THREADS * PER_THREAD * sizeof(*seen));
+    size_t n = 0;
+
+    for (unsigned t = 0; t < THREADS; t++)
+        for (uint64_t j = 0; j < PER_THREAD; j++) {
+            uint32_t k = lg_stream_key(&w, j, t, THREADS);
+
+            cr_assert(k >= w.keys, "stream key %u inside the key set", k);
+            seen[n++] = k;
+        }
+    cr_assert_eq(lg_stream_key(&w, 0, 0, THREADS), 1000, "the first stream key follows the key set");
+    cr_assert_eq(lg_stream_key(&w, 1, 2, THREADS), 1005);
+    qsort(seen, n, sizeof(*seen), cmp_u32);
+    for (size_t i = 1; i < n; i++)
+        cr_assert_neq(seen[i - 1], seen[i], "stream key %u named twice", seen[i]);
+    free(seen);
+}
+
+Test(stream, wraps_past_the_key_set)
+{
+    lg_workload w = { .keys = 0x7fffffffu };
+    uint64_t span = ((uint64_t)1 << 32) - w.keys;
+
+    cr_assert_eq(lg_stream_key(&w, span - 1, 0, 1), 0xffffffffu, "the last 32-bit index");
+    cr_assert_eq(lg_stream_key(&w, span, 0, 1), w.keys, "then round to the first stream key");
+}
