@@ -1,18 +1,20 @@
 #!/bin/sh
 # SPDX-License-Identifier: BSD-3-Clause
-# The LRU options grid as declared in 2026-12-02-lru-options-grid.md, W1
+# The LRU options grid as declared in 2026-12-02-lru-options-grid.md. W1
 # (the demo's workload) and W2 (ETC-like): stock's capacity from a pilot,
 # every option's capacity from a ladder up to 1.2x it, a pilot at 80% of
 # stock's capacity that sizes the equal-rate cells, then those cells at
-# 60% and 80%, their analysis and the advisor's answer. Run alone on the
+# 60% and 80%, their analysis and the advisor's answer. W3 (a hot set
+# under a stream): stock's capacity, then every option at 50% of it for
+# 120 s, 4 runs a level, with analyze and advise. Run alone on the
 # machine, from the repository root:
 #
-#   flock /work/bench.lock sh bench/results/2026-12-02-lru-options-grid.sh OUTDIR [W1|W2]...
+#   flock /work/bench.lock sh bench/results/2026-12-02-lru-options-grid.sh OUTDIR [W1|W2|W3]...
 set -eu
-[ $# -ge 1 ] || { echo "usage: $0 OUTDIR [W1|W2]..." >&2; exit 2; }
+[ $# -ge 1 ] || { echo "usage: $0 OUTDIR [W1|W2|W3]..." >&2; exit 2; }
 out=$1
 shift
-[ $# -ge 1 ] || set -- W1 W2
+[ $# -ge 1 ] || set -- W1 W2 W3
 mkdir -p "$out"
 sv=${STAGEVAR:-.venv/bin/stagevar}
 table="${PYTHON:-.venv/bin/python} bench/results/2026-12-02-lru-options-grid-table.py"
@@ -50,6 +52,20 @@ workload() { # workload NAME SERVER_ARGS CLIENT_ARGS PILOT_LADDER
     $sv advise "$out/$w-cells.json.gz" --metric p90 > "$out/$w-advise.txt"
 }
 
+policy() {   # policy SERVER_ARGS CLIENT_ARGS: W3, one rate, long runs
+    server=$1 client=$2
+    echo "== W3: $(date -u +%FT%TZ), load average $(cut -d' ' -f1-3 /proc/loadavg)"
+    $sv compare --name W3-pilot --level stock=stock $run --server-args "*=$server" \
+        --client-args "*=$client" --loads "$(ladder 50000 50000 800000)" --runs 3 --out "$out/W3-pilot.json.gz"
+    r50=$(share "$($table stock-capacity "$out/W3-pilot.json.gz")" 50)
+    echo "== W3: every option at $r50 req/s, 4 runs a level of 120 s"
+    $sv compare --name W3-cells --lru-options --lru-budget 10 --server-cpus 1 --client-cpus 0 \
+        --duration 120 --warmup 10 --seed 45 --server-args "*=$server" --client-args "*=$client" \
+        --loads "$r50" --runs 4 --out "$out/W3-cells.json.gz"
+    $sv analyze "$out/W3-cells.json.gz" --no-qr > "$out/W3-cells.txt"
+    $sv advise "$out/W3-cells.json.gz" --metric p90 > "$out/W3-advise.txt"
+}
+
 for w in "$@"; do
     case $w in
         W1) workload W1 "-t 1 -m 8" \
@@ -58,6 +74,8 @@ for w in "$@"; do
         W2) workload W2 "-t 1 -m 32" \
                 "-c 8 --keys 300000 --key-size etc --value-size etc --get-ratio 0.97 --popularity zipf:0.99 --preload" \
                 "$(ladder 50000 50000 800000)" ;;
-        *) echo "$0: no workload $w (W1 or W2)" >&2; exit 2 ;;
+        W3) policy "-t 1 -m 8 -U 0 -c 1024" \
+                "-c 1 --keys 10000 --key-size 30 --value-size 100 --preload --get-ratio 0.99 --stream 0.1 --popularity uniform" ;;
+        *) echo "$0: no workload $w (W1, W2 or W3)" >&2; exit 2 ;;
     esac
 done
