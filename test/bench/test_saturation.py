@@ -4,9 +4,6 @@ records, the search's steps, and find_capacity against a real stock
 memcached."""
 from __future__ import annotations
 
-import subprocess
-import sys
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -16,7 +13,6 @@ from stagevar_bench.saturation import (CAPACITY_SUSTAINED, bounded_probe, find_c
                                        search)
 from stagevar_bench.servers import build_binary
 
-REPO = Path(__file__).resolve().parents[2]
 BOUND_NS = 20e6
 
 
@@ -92,9 +88,3 @@ def test_find_capacity_replicates_each_rate_on_a_real_server() -> None:
     assert "every one of 2 replicates" in found["criterion"]
     assert len(lines) == 4 and "replicate 2/2" in lines[-1]
 
-
-def test_the_demo_names_what_it_compares() -> None:
-    out = subprocess.run([sys.executable, str(REPO / "tools" / "demo"), "--help"], capture_output=True,
-                         text=True, timeout=30)
-    assert out.returncode == 0, out.stderr
-    assert "no_lru_maintainer" in out.stdout and "bounded latency" in out.stdout
