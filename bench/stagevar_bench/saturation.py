@@ -43,11 +43,12 @@ MEDIAN_GROWTH = 10.0
 #   already has a p99 past 20 ms (seen: 22 ms to 2 s). A 20 ms bound is
 #   twice the worst stall seen and costs about 2% of resolution, finer
 #   than the bisection's last step.
-# - achieved: held rates came back at 0.997-1.003 of offered, the rates
-#   past the knee at 0.97 or less, so 0.99 splits them.
-# - three replicates: near the knee one probe in two or three looked held
-#   (p99 4.7 ms at 350k beside 28 ms and 2 s), and three cost 9 s a rate,
-#   which keeps the search within about a minute.
+# - replies: held rates came back at 0.997-1.003 of offered, the probes
+#   that fell behind at 0.985 or less (or at 1.000 with a p99 of 29 ms),
+#   so 0.99 of what was sent splits them.
+# - three replicates: near the knee one probe in three looked held (350k:
+#   p99 4.7 ms beside 29 ms and 2.3 s), and three cost 9 s a rate, which
+#   keeps the search within about a minute.
 CAPACITY_REPLICATES = 3
 CAPACITY_P99_BOUND_NS = 20e6
 CAPACITY_SUSTAINED = 0.99
