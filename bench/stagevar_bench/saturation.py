@@ -4,23 +4,24 @@ sustains, found by doubling from a start rate and then bisecting, with a
 fresh server for every probe (the same runs as an experiment's, shorter).
 Two rules judge a rate.
 
-find_saturation (the reproduce and many-core runners): a probe sustains its rate when the replies that arrived within the
-measurement window are at least SUSTAINED of the offered rate and its
-median latency is at most MEDIAN_GROWTH times the lowest median of the
-probes before it (the set-up's unloaded median, as far as known). Both are
-needed: a server that falls behind answers fewer than it is sent, but
-memcached past its knee reads ever larger batches and can answer nearly
-all of them in the window while its queue, and so the median, grows
-without bound. A rate that falls short is probed once more before it
-counts as too high: on a shared machine a stall of another tenant can
-hold back a short window.
+find_saturation (the reproduce and many-core runners): a probe sustains
+its rate when the replies that arrived within the measurement window are
+at least SUSTAINED of the offered rate and its median latency is at most
+MEDIAN_GROWTH times the lowest median of the probes before it (the
+set-up's unloaded median, as far as known). Both are needed: a server
+that falls behind answers fewer than it is sent, but memcached past its
+knee reads ever larger batches and can answer nearly all of them in the
+window while its queue, and so the median, grows without bound. A rate
+that falls short is probed once more before it counts as too high: on a
+shared machine a stall of another tenant can hold back a short window.
 
 find_capacity (the demo): the bounded-latency capacity, the rule of the
 LRU grid (bench/results/2026-11-29-lru-grid.md) and issue 45. A rate is
 sustained when EVERY one of its replicates (each a fresh server) answered
-at least CAPACITY_SUSTAINED of the offered rate and kept its p99 under a
-stated bound. One probe's luck cannot move the answer up, and the bound
-is wide enough that a stall of the host cannot move it far down.
+at least CAPACITY_SUSTAINED of the requests sent in its window and kept
+its p99 under a stated bound. One probe's luck cannot move the answer
+up; the bound allows the stalls of a moderately busy host, but a stall
+of hundreds of ms in any replicate still fails its rate.
 """
 from __future__ import annotations
 
