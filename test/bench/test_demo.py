@@ -19,7 +19,7 @@ import pytest
 from stagevar_bench.analyze import analyze
 
 DEMO = Path(__file__).resolve().parents[2] / "tools" / "demo"
-KNOB = "fork lru_amortized_budget_us=auto"
+KNOB = "fork-auto"                # the LRU option set's name of auto
 
 
 def demo_module() -> ModuleType:
