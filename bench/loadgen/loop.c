@@ -141,6 +141,12 @@ void lg_thread_sent(lg_thread *t, const lg_req *req)
     uint64_t err = req->sent_ns - req->sched_ns;
     uint64_t could_go = req->sched_ns > t->sent_back_ns ? req->sched_ns : t->sent_back_ns;
 
+    /* How late the load began, from its first send: warm-up when there
+     * is a warm-up, so taken before the check below. */
+    if (!t->sent_first) {
+        t->sent_first = 1;
+        t->first_late_ns = err;
+    }
     /* A resent request was counted, and its schedule error taken, when
      * it first went out. */
     if (!req->measured || req->resent)

@@ -57,6 +57,8 @@ typedef struct lg_thread {
     int generating, measuring, ending, connecting;
     unsigned up;                /* connections established at start-up */
     uint64_t last_measured_ns;  /* schedule time of the last measured request */
+    uint64_t first_late_ns;     /* the first send's schedule error, warm-up or not */
+    int sent_first;
     uint64_t pending;           /* measured requests not yet answered */
     uint64_t next_flush;        /* batching clock */
     unsigned down;              /* connections waiting to reconnect */

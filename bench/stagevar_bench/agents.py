@@ -291,7 +291,8 @@ def start_summary(start_at_ns: int, reports: Sequence[Report]) -> Report:
     return {"requested_unix_ns": start_at_ns,
             "skew_ns": max(origins) - min(origins) if origins else 0,
             "woke_skew_ns": max(woke) - min(woke) if woke else 0,
-            "woke_late_ns": [w - start_at_ns for w in woke]}
+            "woke_late_ns": [w - start_at_ns for w in woke],
+            "first_send_late_ns": [r["meta"].get("first_send_late_ns", 0) for r in reports]}
 
 
 def merged_report(agents: Sequence[Agent], outcomes: Sequence[Outcome], start_at_ns: int,
