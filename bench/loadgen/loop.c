@@ -370,6 +370,32 @@ static void connect_all(lg_thread *t)
     t->connecting = 0;
 }
 
+/* Each thread waits for the origin itself, so that the load starts when
+ * its threads do, not when a thread that slept through the origin's
+ * arrival gets a CPU. It waits as for a send (wait_until): it sleeps to
+ * within the spin margin of the origin (the timer slack is 1 ns,
+ * lg_thread_main) and spins the rest on CLOCK_REALTIME, the clock
+ * --start-at names, so that no thread begins before that instant
+ * whatever the error of its mapping onto the monotonic clock (main.c).
+ * A real clock stepped back during the spin ends it. The read that
+ * ended the spin is when this thread began. */
+static void wait_for_origin(lg_thread *t)
+{
+    const lg_run *run = t->run;
+    uint64_t spin = t->o->spin_auto ? lg_margin_ns(&t->margin) : (uint64_t)t->o->spin_ns;
+    uint64_t wake = run->start_ns - spin, now, prev;
+    struct timespec at = { (time_t)(wake / 1000000000ULL), (long)(wake % 1000000000ULL) };
+
+    while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &at, NULL) == EINTR)
+        ;
+    now = sv_clock_realtime_ns();
+    for (prev = now; now < run->start_unix_ns && now >= prev; now = sv_clock_realtime_ns()) {
+        prev = now;
+        __builtin_ia32_pause();
+    }
+    t->woke_unix_ns = now;
+}
+
 static void start_phases(lg_thread *t)
 {
     const lg_options *o = t->o;
@@ -715,6 +741,7 @@ void *lg_thread_main(void *arg)
         __atomic_add_fetch(&t->run->finished, 1, __ATOMIC_RELEASE);
         return NULL;
     }
+    wait_for_origin(t);
     start_phases(t);
     if (run_loop(t) < 0)
         t->failed = 1;

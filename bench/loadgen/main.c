@@ -77,19 +77,8 @@ static int schedule_start(lg_run *run, const lg_options *o, lg_result *r)
         return -1;
     }
     run->start_ns = mono + (o->start_at_ns ? o->start_at_ns - real : START_MARGIN_NS);
-    r->start_unix_ns = o->start_at_ns ? o->start_at_ns : real + START_MARGIN_NS;
+    r->start_unix_ns = run->start_unix_ns = o->start_at_ns ? o->start_at_ns : real + START_MARGIN_NS;
     return 0;
-}
-
-/* The origin as this host saw it come: how punctually it can start, the
- * figure several loadgens' start skew is measured with. */
-static void wake_at_start(const lg_run *run, lg_result *r)
-{
-    struct timespec at = { (time_t)(run->start_ns / 1000000000ULL), (long)(run->start_ns % 1000000000ULL) };
-
-    while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &at, NULL) == EINTR)
-        ;
-    r->start_woke_unix_ns = sv_clock_realtime_ns();
 }
 
 static int start_threads(lg_thread *t, lg_run *run, const lg_options *o, lg_result *r)
@@ -111,10 +100,20 @@ static int start_threads(lg_thread *t, lg_run *run, const lg_options *o, lg_resu
     if (!run->abort && schedule_start(run, o, r) < 0)
         run->abort = 1;
     pthread_barrier_wait(&run->started);
-    if (run->abort)
-        return -1;
-    wake_at_start(run, r);
-    return 0;
+    return run->abort ? -1 : 0;
+}
+
+/* When the last thread was running at the origin: how punctually this
+ * host began its load (loop.c, wait_for_origin). */
+static uint64_t latest_woke(const lg_thread *t, unsigned n)
+{
+    uint64_t woke = 0;
+    unsigned i;
+
+    for (i = 0; i < n; i++)
+        if (t[i].woke_unix_ns > woke)
+            woke = t[i].woke_unix_ns;
+    return woke;
 }
 
 static double measurement_window(const lg_thread *t, const lg_options *o)
@@ -142,6 +141,7 @@ static int report(const lg_options *o, lg_thread *t, lg_result *r)
             return die("out of memory");
     r->threads = t;
     r->nthreads = o->threads;
+    r->start_woke_unix_ns = latest_woke(t, o->threads);
     r->window_ns = measurement_window(t, o);
     getrusage(RUSAGE_SELF, &r->ru);
     if (!o->quiet)
