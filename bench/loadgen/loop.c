@@ -103,8 +103,13 @@ int lg_thread_init(lg_thread *t, unsigned id, const lg_options *o, lg_run *run)
     for (i = 0; i < n; i++) {
         sv_moments_reset(&t->clients[i].m);
         sv_hist_reset(&t->clients[i].h);
-        lg_conn_init(&t->conns[i], t, i);
+        if (lg_conn_init(&t->conns[i], t, i) < 0)
+            return -1;
     }
+    /* The first seconds of the time series, so that the first measured
+     * requests do not wait for their allocation. */
+    if (!lg_stats_second(&t->st, 0))
+        return -1;
     lg_rng_seed(&t->rng, o->seed, 0x10000 + id);
     lg_margin_init(&t->margin);
     lg_guard_init(&t->guard);
