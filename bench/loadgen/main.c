@@ -17,6 +17,7 @@
 #include "loop.h"
 
 #define START_MARGIN_NS 20000000ULL     /* threads read the start time well before it */
+#define MAP_TRIES 8
 
 static int die(const char *msg)
 {
@@ -52,6 +53,27 @@ static void wait_with_progress(lg_run *run, const lg_thread *t, const lg_options
         fputs("\n", stderr);
 }
 
+/* The monotonic time at a CLOCK_REALTIME reading: a monotonic read
+ * between two real ones, the closest pair of a few, so that a thread
+ * preempted between two reads does not shift the origin by as much. */
+static void map_clocks(uint64_t *mono, uint64_t *real)
+{
+    uint64_t closest = UINT64_MAX;
+    int i;
+
+    *mono = sv_clock_monotonic_ns();
+    *real = sv_clock_realtime_ns();
+    for (i = 0; i < MAP_TRIES; i++) {
+        uint64_t before = sv_clock_realtime_ns(), m = sv_clock_monotonic_ns(), after = sv_clock_realtime_ns();
+
+        if (after >= before && after - before < closest) {
+            closest = after - before;
+            *mono = m;
+            *real = before + closest / 2;
+        }
+    }
+}
+
 /* Without --start-at the schedule begins a margin from now. With it,
  * sleep until a margin before that CLOCK_REALTIME instant, then map it onto
  * the monotonic clock the threads run on: the mapping is fresh, so a clock
@@ -68,8 +90,7 @@ static int schedule_start(lg_run *run, const lg_options *o, lg_result *r)
         while (clock_nanosleep(CLOCK_REALTIME, TIMER_ABSTIME, &wake, NULL) == EINTR)
             ;
     }
-    mono = sv_clock_monotonic_ns();
-    real = sv_clock_realtime_ns();
+    map_clocks(&mono, &real);
     if (o->start_at_ns && o->start_at_ns <= real) {
         fprintf(stderr, "loadgen: --start-at %llu passed %.3f ms before the run could start "
                 "(give it more lead)\n", (unsigned long long)o->start_at_ns,
