@@ -21,6 +21,8 @@
 #include "tstamp.h"
 
 #define READ_CHUNK 65536
+#define RING_START 64           /* requests queued on a connection, a power of two */
+#define OUT_START 4096          /* bytes of requests encoded, not yet sent */
 
 /* ---- the request ring (capacity a power of two) ---------------------- */
 
@@ -33,7 +35,7 @@ static int ring_push(lg_conn *c, const lg_req *r)
 {
     if (c->count == c->cap) {
         /* Open loop: no cap on queued requests, so the ring grows. */
-        size_t cap = c->cap ? c->cap * 2 : 64, i;
+        size_t cap = c->cap * 2, i;
         lg_req *p = malloc(cap * sizeof(*p));
 
         if (!p)
@@ -66,7 +68,12 @@ int lg_conn_init(lg_conn *c, struct lg_thread *t, unsigned id)
     c->state = LG_CONN_DOWN;
     c->budget = UINT_MAX;
     c->client = &t->clients[id];
-    return 0;
+    /* What the first requests and replies need, allocated before the
+     * run starts rather than in its first sends. */
+    c->ring = malloc(RING_START * sizeof(*c->ring));
+    c->cap = RING_START;
+    return c->ring && lg_buf_reserve(&c->out, OUT_START) == 0 && lg_buf_reserve(&c->in, READ_CHUNK) == 0
+           ? 0 : -1;
 }
 
 static void drop_socket(lg_conn *c)

@@ -47,6 +47,7 @@ typedef struct lg_conn {
     lg_client_stats *client;    /* this slot's latency view */
 } lg_conn;
 
+/* A connection slot with its first buffers; -1 when out of memory. */
 int lg_conn_init(lg_conn *c, struct lg_thread *t, unsigned id);
 void lg_conn_free(lg_conn *c);
 /* Start a non-blocking connect. -1 (with errno) if it failed at once. */

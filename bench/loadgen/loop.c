@@ -103,8 +103,13 @@ int lg_thread_init(lg_thread *t, unsigned id, const lg_options *o, lg_run *run)
     for (i = 0; i < n; i++) {
         sv_moments_reset(&t->clients[i].m);
         sv_hist_reset(&t->clients[i].h);
-        lg_conn_init(&t->conns[i], t, i);
+        if (lg_conn_init(&t->conns[i], t, i) < 0)
+            return -1;
     }
+    /* The first seconds of the time series, so that the first measured
+     * requests do not wait for their allocation. */
+    if (!lg_stats_second(&t->st, 0))
+        return -1;
     lg_rng_seed(&t->rng, o->seed, 0x10000 + id);
     lg_margin_init(&t->margin);
     lg_guard_init(&t->guard);
@@ -141,6 +146,12 @@ void lg_thread_sent(lg_thread *t, const lg_req *req)
     uint64_t err = req->sent_ns - req->sched_ns;
     uint64_t could_go = req->sched_ns > t->sent_back_ns ? req->sched_ns : t->sent_back_ns;
 
+    /* How late the load began, from its first send: warm-up when there
+     * is a warm-up, so taken before the check below. */
+    if (!t->sent_first) {
+        t->sent_first = 1;
+        t->first_late_ns = err;
+    }
     /* A resent request was counted, and its schedule error taken, when
      * it first went out. */
     if (!req->measured || req->resent)
@@ -362,6 +373,32 @@ static void connect_all(lg_thread *t)
         event_base_loop(t->base, EVLOOP_ONCE);
     }
     t->connecting = 0;
+}
+
+/* Each thread waits for the origin itself, so that the load starts when
+ * its threads do, not when a thread that slept through the origin's
+ * arrival gets a CPU. It waits as for a send (wait_until): it sleeps to
+ * within the spin margin of the origin (the timer slack is 1 ns,
+ * lg_thread_main) and spins the rest on CLOCK_REALTIME, the clock
+ * --start-at names, so that no thread begins before that instant
+ * whatever the error of its mapping onto the monotonic clock (main.c).
+ * A real clock stepped back during the spin ends it. The read that
+ * ended the spin is when this thread began. */
+static void wait_for_origin(lg_thread *t)
+{
+    const lg_run *run = t->run;
+    uint64_t spin = t->o->spin_auto ? lg_margin_ns(&t->margin) : (uint64_t)t->o->spin_ns;
+    uint64_t wake = run->start_ns - spin, now, prev;
+    struct timespec at = { (time_t)(wake / 1000000000ULL), (long)(wake % 1000000000ULL) };
+
+    while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &at, NULL) == EINTR)
+        ;
+    now = sv_clock_realtime_ns();
+    for (prev = now; now < run->start_unix_ns && now >= prev; now = sv_clock_realtime_ns()) {
+        prev = now;
+        __builtin_ia32_pause();
+    }
+    t->woke_unix_ns = now;
 }
 
 static void start_phases(lg_thread *t)
@@ -714,6 +751,7 @@ void *lg_thread_main(void *arg)
         __atomic_add_fetch(&t->run->finished, 1, __ATOMIC_RELEASE);
         return NULL;
     }
+    wait_for_origin(t);
     start_phases(t);
     if (run_loop(t) < 0)
         t->failed = 1;

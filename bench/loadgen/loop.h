@@ -26,6 +26,7 @@ struct event;
 typedef struct {
     pthread_barrier_t connected, started;
     uint64_t start_ns;          /* written by main between the barriers */
+    uint64_t start_unix_ns;     /* the same instant on CLOCK_REALTIME */
     int abort;                  /* a thread could not connect */
     unsigned finished;          /* threads done (atomic), for the progress line */
 } lg_run;
@@ -58,6 +59,9 @@ typedef struct lg_thread {
     int generating, measuring, ending, connecting;
     unsigned up;                /* connections established at start-up */
     uint64_t last_measured_ns;  /* schedule time of the last measured request */
+    uint64_t woke_unix_ns;      /* CLOCK_REALTIME when it was running at the origin */
+    uint64_t first_late_ns;     /* the first send's schedule error, warm-up or not */
+    int sent_first;
     uint64_t pending;           /* measured requests not yet answered */
     uint64_t next_flush;        /* batching clock */
     unsigned down;              /* connections waiting to reconnect */

@@ -17,6 +17,7 @@
 #include "loop.h"
 
 #define START_MARGIN_NS 20000000ULL     /* threads read the start time well before it */
+#define MAP_TRIES 8
 
 static int die(const char *msg)
 {
@@ -52,6 +53,27 @@ static void wait_with_progress(lg_run *run, const lg_thread *t, const lg_options
         fputs("\n", stderr);
 }
 
+/* The monotonic time at a CLOCK_REALTIME reading: a monotonic read
+ * between two real ones, the closest pair of a few, so that a thread
+ * preempted between two reads does not shift the origin by as much. */
+static void map_clocks(uint64_t *mono, uint64_t *real)
+{
+    uint64_t closest = UINT64_MAX;
+    int i;
+
+    *mono = sv_clock_monotonic_ns();
+    *real = sv_clock_realtime_ns();
+    for (i = 0; i < MAP_TRIES; i++) {
+        uint64_t before = sv_clock_realtime_ns(), m = sv_clock_monotonic_ns(), after = sv_clock_realtime_ns();
+
+        if (after >= before && after - before < closest) {
+            closest = after - before;
+            *mono = m;
+            *real = before + closest / 2;
+        }
+    }
+}
+
 /* Without --start-at the schedule begins a margin from now. With it,
  * sleep until a margin before that CLOCK_REALTIME instant, then map it onto
  * the monotonic clock the threads run on: the mapping is fresh, so a clock
@@ -68,8 +90,7 @@ static int schedule_start(lg_run *run, const lg_options *o, lg_result *r)
         while (clock_nanosleep(CLOCK_REALTIME, TIMER_ABSTIME, &wake, NULL) == EINTR)
             ;
     }
-    mono = sv_clock_monotonic_ns();
-    real = sv_clock_realtime_ns();
+    map_clocks(&mono, &real);
     if (o->start_at_ns && o->start_at_ns <= real) {
         fprintf(stderr, "loadgen: --start-at %llu passed %.3f ms before the run could start "
                 "(give it more lead)\n", (unsigned long long)o->start_at_ns,
@@ -77,19 +98,8 @@ static int schedule_start(lg_run *run, const lg_options *o, lg_result *r)
         return -1;
     }
     run->start_ns = mono + (o->start_at_ns ? o->start_at_ns - real : START_MARGIN_NS);
-    r->start_unix_ns = o->start_at_ns ? o->start_at_ns : real + START_MARGIN_NS;
+    r->start_unix_ns = run->start_unix_ns = o->start_at_ns ? o->start_at_ns : real + START_MARGIN_NS;
     return 0;
-}
-
-/* The origin as this host saw it come: how punctually it can start, the
- * figure several loadgens' start skew is measured with. */
-static void wake_at_start(const lg_run *run, lg_result *r)
-{
-    struct timespec at = { (time_t)(run->start_ns / 1000000000ULL), (long)(run->start_ns % 1000000000ULL) };
-
-    while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &at, NULL) == EINTR)
-        ;
-    r->start_woke_unix_ns = sv_clock_realtime_ns();
 }
 
 static int start_threads(lg_thread *t, lg_run *run, const lg_options *o, lg_result *r)
@@ -111,10 +121,20 @@ static int start_threads(lg_thread *t, lg_run *run, const lg_options *o, lg_resu
     if (!run->abort && schedule_start(run, o, r) < 0)
         run->abort = 1;
     pthread_barrier_wait(&run->started);
-    if (run->abort)
-        return -1;
-    wake_at_start(run, r);
-    return 0;
+    return run->abort ? -1 : 0;
+}
+
+/* When the last thread was running at the origin: how punctually this
+ * host began its load (loop.c, wait_for_origin). */
+static uint64_t latest_woke(const lg_thread *t, unsigned n)
+{
+    uint64_t woke = 0;
+    unsigned i;
+
+    for (i = 0; i < n; i++)
+        if (t[i].woke_unix_ns > woke)
+            woke = t[i].woke_unix_ns;
+    return woke;
 }
 
 static double measurement_window(const lg_thread *t, const lg_options *o)
@@ -142,6 +162,7 @@ static int report(const lg_options *o, lg_thread *t, lg_result *r)
             return die("out of memory");
     r->threads = t;
     r->nthreads = o->threads;
+    r->start_woke_unix_ns = latest_woke(t, o->threads);
     r->window_ns = measurement_window(t, o);
     getrusage(RUSAGE_SELF, &r->ru);
     if (!o->quiet)

@@ -270,6 +270,19 @@ static void json_arrival(FILE *f, const lg_options *o, double rate)
     fprintf(f, "]");
 }
 
+/* The worst of the threads' first-send schedule errors: how late the whole
+ * load began. */
+static uint64_t first_send_late(const lg_result *r)
+{
+    uint64_t late = 0;
+    unsigned i;
+
+    for (i = 0; i < r->nthreads; i++)
+        if (r->threads[i].first_late_ns > late)
+            late = r->threads[i].first_late_ns;
+    return late;
+}
+
 static void json_meta(FILE *f, const lg_result *r)
 {
     const lg_options *o = r->o;
@@ -284,9 +297,10 @@ static void json_meta(FILE *f, const lg_result *r)
     }
     fprintf(f, "],\"hostname\":");
     json_str(f, host);
-    fprintf(f, ",\"start_unix_ns\":%llu,\"start_woke_unix_ns\":%llu,\"start_at_ns\":%llu,\"wall_s\":%.6f,"
-            "\"seed\":%llu,\"protocol\":\"%s\",\"server\":",
+    fprintf(f, ",\"start_unix_ns\":%llu,\"start_woke_unix_ns\":%llu,\"first_send_late_ns\":%llu,"
+            "\"start_at_ns\":%llu,\"wall_s\":%.6f,\"seed\":%llu,\"protocol\":\"%s\",\"server\":",
             (unsigned long long)r->start_unix_ns, (unsigned long long)r->start_woke_unix_ns,
+            (unsigned long long)first_send_late(r),
             (unsigned long long)o->start_at_ns, r->wall_s, (unsigned long long)o->seed,
             o->proto == LG_PROTO_HTTP ? "http" : "memcache");
     json_str(f, o->host);

@@ -18,7 +18,7 @@ typedef struct {
     unsigned nthreads;
     double window_ns;           /* length of the measurement phase */
     uint64_t start_unix_ns;     /* the schedule's origin, CLOCK_REALTIME */
-    uint64_t start_woke_unix_ns;/* when the main thread woke at that origin */
+    uint64_t start_woke_unix_ns;/* when the last thread was running at the origin */
     double wall_s;              /* whole run, connect to drain */
     uint64_t preload_sets;
     struct rusage ru;           /* the whole process, whole run */

@@ -285,13 +285,16 @@ def run_agents(agents: Sequence[Agent], ssh_opts: Sequence[str], loadgen: str, l
 
 
 def start_summary(start_at_ns: int, reports: Sequence[Report]) -> Report:
-    """Skew of the schedules' origins, and of when each host woke at its own."""
+    """Skew of the schedules' origins, of when each agent's load threads
+    began at its own (start_woke_unix_ns, on the agent's clock), and how
+    late each agent's first request went."""
     origins = [r["meta"]["start_unix_ns"] for r in reports]
     woke = [r["meta"].get("start_woke_unix_ns", 0) for r in reports]
     return {"requested_unix_ns": start_at_ns,
             "skew_ns": max(origins) - min(origins) if origins else 0,
             "woke_skew_ns": max(woke) - min(woke) if woke else 0,
-            "woke_late_ns": [w - start_at_ns for w in woke]}
+            "woke_late_ns": [w - start_at_ns for w in woke],
+            "first_send_late_ns": [r["meta"].get("first_send_late_ns", 0) for r in reports]}
 
 
 def merged_report(agents: Sequence[Agent], outcomes: Sequence[Outcome], start_at_ns: int,
@@ -317,7 +320,7 @@ def print_summary(r: Report, out: Any = sys.stdout) -> None:
               f"p99.9 {lat['p999'] / 1e3:.1f} us (merged histogram)", file=out)
         s = meta["start"]
         print(f"  start skew {s['skew_ns'] / 1e3:.1f} us (schedules), {s['woke_skew_ns'] / 1e3:.1f} us "
-              f"(hosts woke)", file=out)
+              f"(load threads began)", file=out)
     for f in r["failed"]:
         print(f"  FAILED {f['error']}", file=out)
 

@@ -203,12 +203,19 @@ def test_three_agents_merge_exactly(lab: Lab, server: MemcachedServer, tmp_path:
     assert r["latency_scheduled"]["histogram"] == [[lo, w, n] for (lo, w), n in sorted(summed.items())]
     low, width = p99_of([[lo, w, n] for (lo, w), n in summed.items()])
     assert low - width <= r["latency_scheduled"]["p99"] < low + 2 * width
-    # One start for all: every agent's schedule began at the requested
-    # instant, and each host's wake-up at it is reported.
+    # One start for all. What holds by construction: every agent's
+    # schedule has the requested origin (skew 0), and no agent's threads
+    # began before it (they spin to it on CLOCK_REALTIME, which the
+    # namespaces share). How soon after it each began is how soon it got
+    # a CPU, which three agents and memcached on a busy 2-core machine
+    # are not promised: that skew is measured, not asserted
+    # (bench/results/2026-12-02-agents-skew.md).
     start = r["meta"]["start"]
     assert all(a["meta"]["start_unix_ns"] == start["requested_unix_ns"] for a in agents)
-    assert start["skew_ns"] <= 1_000_000
+    assert start["skew_ns"] == 0
     assert len(start["woke_late_ns"]) == AGENTS and all(late >= 0 for late in start["woke_late_ns"])
+    assert start["woke_skew_ns"] == max(start["woke_late_ns"]) - min(start["woke_late_ns"])
+    assert len(start["first_send_late_ns"]) == AGENTS and all(late >= 0 for late in start["first_send_late_ns"])
     print("start:", start)
     hdr_counts = hdr_log_counts(hdr)
     assert hdr_counts == [s["latency_count"] for s in r["time_series"]]
