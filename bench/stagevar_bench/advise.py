@@ -24,7 +24,6 @@ against the baseline and against the answer, with CIs and p-values.
 from __future__ import annotations
 
 import argparse
-import gzip
 import json
 import math
 import statistics
@@ -281,20 +280,14 @@ def text(answers: list[Answer]) -> str:
 def read_analysis(path: Path, conf: float) -> dict[str, Any]:
     """An analysis (`stagevar analyze --json`) as it is, or a results file
     (`stagevar compare --out`) analysed here."""
+    from stagevar_bench.experiment import FORMAT, ExperimentError, read_json
     try:
-        raw = path.read_bytes()
-    except OSError as e:
-        raise AdviseError(f"cannot read {path}: {e.strerror}") from None
-    if raw[:2] == b"\x1f\x8b":
-        raw = gzip.decompress(raw)
-    try:
-        obj = json.loads(raw)
-    except json.JSONDecodeError as e:
-        raise AdviseError(f"{path} is not JSON: {e}") from None
+        obj = read_json(path)
+    except ExperimentError as e:
+        raise AdviseError(str(e)) from None
     if isinstance(obj, dict) and obj.get("format") == "stagevar-analysis/1":
         return obj
     from stagevar_bench.analyze import analyze
-    from stagevar_bench.experiment import FORMAT
     if not isinstance(obj, dict) or obj.get("format") != FORMAT:
         raise AdviseError(f"{path} is neither a stagevar results file ({FORMAT}) nor an analysis "
                           "(stagevar-analysis/1)")

@@ -403,17 +403,22 @@ def save_results(results: dict[str, Any], path: Path) -> None:
         path.write_bytes(data)
 
 
-def load_results(path: Path) -> dict[str, Any]:
+def read_json(path: Path) -> Any:
+    """A JSON file, gzipped or not (results and analyses are either)."""
     try:
         raw = path.read_bytes()
     except OSError as e:
-        raise ExperimentError(f"cannot read results {path}: {e.strerror}") from None
+        raise ExperimentError(f"cannot read {path}: {e.strerror}") from None
     if raw[:2] == b"\x1f\x8b":
         raw = gzip.decompress(raw)
     try:
-        results = json.loads(raw)
+        return json.loads(raw)
     except json.JSONDecodeError as e:
         raise ExperimentError(f"{path} is not JSON: {e}") from None
+
+
+def load_results(path: Path) -> dict[str, Any]:
+    results = read_json(path)
     if not isinstance(results, dict) or results.get("format") != FORMAT:
         raise ExperimentError(f"{path} is not a stagevar results file (format {FORMAT})")
     return results
