@@ -33,14 +33,14 @@ workload() { # workload NAME SERVER_ARGS CLIENT_ARGS PILOT_LADDER
     echo "== $w: $(date -u +%FT%TZ), load average $(cut -d' ' -f1-3 /proc/loadavg)"
     $sv compare --name "$w-pilot" --level stock=stock $run --server-args "*=$server" \
         --client-args "*=$client" --loads "$pilot" --runs 3 --out "$out/$w-pilot.json.gz"
-    stock=$($table stock-capacity "$out/$w-pilot.json.gz")
+    stock=$($table stock-capacity "$out/$w-pilot.json.gz" p50-median)
     ceiling=$(share "$stock" 120)
     rates=$(for p in 10 20 30 40 50 60 70 80 90 100; do share "$ceiling" $p; done | paste -sd, -)
     echo "== $w: stock's pilot capacity $stock req/s; the ladder $rates"
     $sv compare --name "$w-ladder" --lru-options --lru-budget 10 $run --server-args "*=$server" \
         --client-args "*=$client" --loads "$rates" --runs 3 --out "$out/$w-ladder.json.gz"
-    $table capacity "$out/$w-ladder.json.gz" > "$out/$w-capacity.md"
-    stock=$($table stock-capacity "$out/$w-ladder.json.gz")
+    $table capacity "$out/$w-ladder.json.gz" p50-median > "$out/$w-capacity.md"
+    stock=$($table stock-capacity "$out/$w-ladder.json.gz" p50-median)
     r60=$(share "$stock" 60) r80=$(share "$stock" 80)
     $sv compare --name "$w-sizing" --lru-options --lru-budget 10 $run --server-args "*=$server" \
         --client-args "*=$client" --loads "$r80" --runs 6 --out "$out/$w-sizing.json.gz"
@@ -57,7 +57,7 @@ policy() {   # policy SERVER_ARGS CLIENT_ARGS: W3, one rate, long runs
     echo "== W3: $(date -u +%FT%TZ), load average $(cut -d' ' -f1-3 /proc/loadavg)"
     $sv compare --name W3-pilot --level stock=stock $run --server-args "*=$server" \
         --client-args "*=$client" --loads "$(ladder 50000 50000 800000)" --runs 3 --out "$out/W3-pilot.json.gz"
-    r50=$(share "$($table stock-capacity "$out/W3-pilot.json.gz")" 50)
+    r50=$(share "$($table stock-capacity "$out/W3-pilot.json.gz" p50-median)" 50)
     echo "== W3: every option at $r50 req/s, 4 runs a level of 120 s"
     $sv compare --name W3-cells --lru-options --lru-budget 10 --server-cpus 1 --client-cpus 0 \
         --duration 120 --warmup 10 --seed 45 --server-args "*=$server" --client-args "*=$client" \
