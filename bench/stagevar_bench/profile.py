@@ -11,8 +11,10 @@ from typing import Any
 
 from stagevar_bench import machine
 from stagevar_bench.experiment import Design, Level, run_one, target_for
+from stagevar_bench.lru_options import spare_core
 from stagevar_bench.stages import (Advice, Evidence, Prediction, RankedStage, advice_lines,
                                    pk_prediction, rank_stages, recommend)
+from stagevar_bench.thread_tuning import cpu_text
 
 
 def worker_count(design: Design, level: Level) -> int:
@@ -87,15 +89,10 @@ def local_evidence(design: Design, run: dict[str, Any]) -> Evidence:
 
 
 def spare_cpus(server_cpus: str | None, client_cpus: str | None) -> str | None:
-    """The CPUs this process may use outside a pinned server's and
-    loadgen's, as a list ('2,3'): where the server's helper threads could
-    go. None when the server is not pinned (its CPUs are every CPU) or
-    none is left."""
-    if not server_cpus:
-        return None
-    taken = machine.parse_cpu_list(server_cpus) + (machine.parse_cpu_list(client_cpus) if client_cpus else [])
-    left = sorted(os.sched_getaffinity(0) - set(taken))
-    return ",".join(str(c) for c in left) or None
+    """The CPUs outside a pinned server's and loadgen's, as a list ('2,3'):
+    where the server's helper threads could go (the LRU option set's
+    spare_core). None when the server is not pinned or none is left."""
+    return cpu_text(spare_core(server_cpus, client_cpus)) or None
 
 
 def text(p: dict[str, Any]) -> str:

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import Any, Mapping
 
 from stagevar_bench import memcache_client as mc
+from stagevar_bench.lru_options import LRU_MAINTAINER_THREAD
 from stagevar_bench.queueing import Unstable, pk_mean_response
 
 # The stages that add up to a request's time in the server (e1 -> e6).
@@ -242,7 +243,6 @@ def recommend(server: str, ranked: list[RankedStage], stages: Mapping[str, Mappi
 
 
 LRU_KNOB = "lru_amortized_budget_us"
-MAINTAINER_THREAD = "mc-lrumaint"
 
 
 def lru_options(spare_cpus: str | None) -> tuple[Option, ...]:
@@ -256,7 +256,7 @@ def lru_options(spare_cpus: str | None) -> tuple[Option, ...]:
             Option("stock-no_lru_maintainer", "stock memcached -o no_lru_maintainer: no maintainer "
                    "thread, a flat LRU (compare the hit ratio)", False),
             Option("stock-lrumaint-idle", "stock memcached, its maintainer at SCHED_IDLE: chrt --idle "
-                   f"-p 0 on the {MAINTAINER_THREAD} thread's id (or renice -n 19 on it)", False),
+                   f"-p 0 on the {LRU_MAINTAINER_THREAD} thread's id (or renice -n 19 on it)", False),
             Option("stock-helpers-spare", f"stock memcached, then taskset -pc on each of "
                    f"its threads but the mc-worker ones, to {where}", False),
             Option("fork-auto", f"the fork, -o {LRU_KNOB}=auto (or a fixed budget, e.g. =10)", True))
