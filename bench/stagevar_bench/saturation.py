@@ -15,13 +15,14 @@ window while its queue, and so the median, grows without bound. A rate
 that falls short is probed once more before it counts as too high: on a
 shared machine a stall of another tenant can hold back a short window.
 
-find_capacity (the demo): the bounded-latency capacity, the rule of the
-LRU grid (bench/results/2026-11-29-lru-grid.md) and issue 45. A rate is
-sustained when EVERY one of its replicates (each a fresh server) answered
-at least CAPACITY_SUSTAINED of the requests sent in its window and kept
-its p99 under a stated bound. One probe's luck cannot move the answer
-up; the bound allows the stalls of a moderately busy host, but a stall
-of hundreds of ms in any replicate still fails its rate.
+find_capacity (the demo): the bounded-latency capacity (issue 45). A
+replicate (a fresh server) holds a rate when it answered at least
+CAPACITY_SUSTAINED of the requests sent in its window and kept its p99
+under a stated bound; a rate is sustained when a MAJORITY of its
+replicates held it. One probe's luck cannot raise the answer, and one
+probe's stall cannot lower it: under the earlier every-replicate rule one
+replicate's 35-ms stall made three quiet runs find 550k, 800k and 550k
+(bench/results/2026-12-02-demo.md, sections 4 and 5).
 """
 from __future__ import annotations
 
@@ -47,9 +48,11 @@ MEDIAN_GROWTH = 10.0
 # - replies: held rates came back at 0.997-1.003 of offered, the probes
 #   that fell behind at 0.985 or less (or at 1.000 with a p99 of 29 ms),
 #   so 0.99 of what was sent splits them.
-# - three replicates: near the knee one probe in three looked held (350k:
-#   p99 4.7 ms beside 29 ms and 2.3 s), and three cost 9 s a rate, which
-#   keeps the search within about a minute.
+# - three replicates, the fewest whose majority no single probe decides:
+#   near the knee one probe in three looked held (350k: p99 4.7 ms beside
+#   29 ms and 2.3 s), and a held rate had one replicate stalled past the
+#   bound (600k: 35 ms beside 0.5-8 ms); three cost 9 s a rate at most,
+#   which keeps the search within about a minute.
 CAPACITY_REPLICATES = 3
 CAPACITY_P99_BOUND_NS = 20e6
 CAPACITY_SUSTAINED = 0.99
@@ -133,18 +136,24 @@ def bounded_probe(rec: dict[str, Any], rate: float, p99_bound_ns: float) -> dict
 
 
 def rate_sustained(replicates: list[dict[str, Any]], wanted: int) -> bool:
-    """The bounded-latency rule: `wanted` replicates, every one sustained."""
-    return len(replicates) == wanted and all(r["sustained"] for r in replicates)
+    """The capacity rule: more than half of `wanted` replicates held."""
+    return 2 * sum(bool(r["sustained"]) for r in replicates) > wanted
+
+
+def rate_decided(replicates: list[dict[str, Any]], wanted: int) -> bool:
+    """Whether the replicates so far settle the rule either way: the rest
+    could not change the majority."""
+    held = sum(bool(r["sustained"]) for r in replicates)
+    return 2 * held > wanted or 2 * (len(replicates) - held) >= wanted
 
 
 def find_capacity(design: Design, level: Level, start: float, bisections: int, max_rate: float,
                   progress: Progress, replicates: int = CAPACITY_REPLICATES,
                   p99_bound_ns: float = CAPACITY_P99_BOUND_NS) -> dict[str, Any]:
     """The highest rate of the doubling-then-bisecting search (search())
-    that `level` sustains in every one of `replicates` probes with its p99
-    under `p99_bound_ns`. A rate stops at its first failed replicate: the
-    rest could not save it. Raises ExperimentError if no rate tried was
-    sustained."""
+    that `level` holds, with its p99 under `p99_bound_ns`, in a majority
+    of `replicates` probes. A rate stops once its majority is settled.
+    Raises ExperimentError if no rate tried was sustained."""
     if replicates < 1 or not p99_bound_ns > 0:
         raise ExperimentError(f"capacity search: replicates must be >= 1 and the p99 bound > 0, "
                               f"not {replicates} and {p99_bound_ns} ns")
@@ -165,12 +174,12 @@ def find_capacity(design: Design, level: Level, start: float, bisections: int, m
                          + (f"achieved {last['achieved']:.0f}, p99 {last['p99_ns'] / 1e3:.0f} us"
                             if "achieved" in last else f"FAILED: {last['error']}")
                          + ("" if last["sustained"] else " (not sustained)"))
-                if not last["sustained"]:
+                if rate_decided(held, replicates):
                     break
             return rate_sustained(held, replicates)
 
         low, high = search(sustains, start, bisections, max_rate)
-    criterion = (f"in every one of {replicates} replicates, replies >= {CAPACITY_SUSTAINED:g} x requests sent "
+    criterion = (f"in a majority of {replicates} replicates, replies >= {CAPACITY_SUSTAINED:g} x requests sent "
                  f"and p99 <= {p99_bound_ns / 1e6:g} ms")
     if low == 0:
         raise ExperimentError(f"no rate down to {high:.0f} req/s was sustained ({criterion})")
