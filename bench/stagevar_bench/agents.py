@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import Any, NoReturn, Sequence
 
 from stagevar_bench.merge import Report, merge_reports
+from stagevar_bench.timespec import parse_seconds
 
 PROG = "stagevar load"
 DEFAULT_LOADGEN = "loadgen"
@@ -80,10 +81,10 @@ def parse_agents(text: str) -> list[Agent]:
 
 def parse_time_s(text: str, what: str) -> float:
     """loadgen's TIME syntax (5s, 500ms, 2m; plain numbers are seconds)."""
-    m = re.fullmatch(r"([0-9]*\.?[0-9]+)(us|ms|s|m)?", text)
-    if not m:
-        raise LoadError(f"{what}: bad time {text!r} (e.g. 5s, 500ms)")
-    return float(m.group(1)) * {"us": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0, None: 1.0}[m.group(2)]
+    try:
+        return parse_seconds(text)
+    except ValueError as e:
+        raise LoadError(f"{what}: {e}") from None
 
 
 @dataclass

@@ -29,6 +29,7 @@ from typing import Any, Callable, NoReturn, Sequence, TypeVar
 from stagevar_bench import hog
 from stagevar_bench.lru_options import LRU_BUDGET_DEFAULT_US, LRU_OPTION_NAMES
 from stagevar_bench.runs import MAX_RUNS, MIN_RUNS, OUT_OF_RANGE, runs_ok
+from stagevar_bench.timespec import parse_seconds
 
 PROG = "stagevar"
 Number = TypeVar("Number", int, float)
@@ -47,15 +48,8 @@ class Parser(argparse.ArgumentParser):
 
 def duration(text: str) -> float:
     """'3s', '500ms', '2' (seconds) -> seconds."""
-    units = {"ms": 1e-3, "us": 1e-6, "s": 1.0, "m": 60.0}
-    for suffix in ("ms", "us", "s", "m"):
-        if text.endswith(suffix):
-            num, scale = text[: -len(suffix)], units[suffix]
-            break
-    else:
-        num, scale = text, 1.0
     try:
-        value = float(num) * scale
+        value = parse_seconds(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"bad duration {text!r} (e.g. 3s, 500ms)") from None
     if not value > 0:

@@ -37,12 +37,14 @@ from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any, Callable, Sequence, TextIO
 
+from stagevar_bench.lru_options import LRU_KNOB
+from stagevar_bench.timespec import parse_seconds
+
 PROG = "bench/many-core/run"
 MIN_CPUS = 8
 PAPER_CHILDREN = 6
 CONF = 0.95
 COMPARED = ("mean", "p90", "p99")
-LRU_OPTION = "lru_amortized_budget_us"
 
 
 class UsageError(Exception):
@@ -120,10 +122,10 @@ def parse_args(argv: Sequence[str]) -> argparse.Namespace:
 
 def seconds(text: str) -> float:
     try:
-        value = float(text)
+        value = parse_seconds(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds") from None
-    if not (value > 0 and math.isfinite(value)):
+    if not value > 0:
         raise argparse.ArgumentTypeError(f"{text!r}: want a number of seconds > 0")
     return value
 
@@ -199,7 +201,7 @@ def mc_pinning(size: Size, lay: Layout) -> list[tuple[str, list[str]]]:
 
 
 MC_LRU = [("lru-stock", []), ("no_lru_maintainer", ["-o", "no_lru_maintainer"]),
-          ("amortized-auto", ["-o", f"{LRU_OPTION}=auto"])]
+          ("amortized-auto", ["-o", f"{LRU_KNOB}=auto"])]
 
 
 def mc_levels(size: Size, lay: Layout) -> list[Any]:
