@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterator
 
 from stagevar_bench import machine, thread_tuning
+from stagevar_bench.lru_options import LRU_KNOB
 from stagevar_bench.hog import CpuHog, duty_error, group_error
 from stagevar_bench.netns import NetnsPair
 from stagevar_bench.runs import OUT_OF_RANGE, runs_ok
@@ -304,7 +305,7 @@ def run_one(design: Design, level: Level, load: float, arrival: str, rep: int, s
                 if design.server == "memcached":
                     stats = mc.numbers(mc.stats(target.host, server.port, "", target.client_netns))
                     record["server_stats"] = {k: stats[k] for k in STATS_KEPT if k in stats}
-                    if any(LRU_OPTION in a for a in args):
+                    if any(LRU_KNOB in a for a in args):
                         record["lru_amortized"] = mc.numbers(mc.stats(target.host, server.port,
                                                                       "lru_amortized", target.client_netns))
         except (ServerError, ExperimentError, thread_tuning.TuningError, OSError, subprocess.TimeoutExpired,
@@ -317,7 +318,6 @@ def run_one(design: Design, level: Level, load: float, arrival: str, rep: int, s
 # The threads whose scheduling is the mechanism metric: memcached's
 # workers; httpd's worker threads have no name of their own.
 WORKER_THREAD = {"memcached": "mc-worker"}
-LRU_OPTION = "lru_amortized_budget_us"
 
 
 def cores_busy_s(cpus: str | None) -> float:

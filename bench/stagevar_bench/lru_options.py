@@ -16,40 +16,42 @@ from stagevar_bench.thread_tuning import cpu_text, spare_cpus
 if TYPE_CHECKING:    # experiment is heavy, and the CLI needs only the names at start
     from stagevar_bench.experiment import Level
 
+LRU_KNOB = "lru_amortized_budget_us"    # the fork's -o option
 LRU_MAINTAINER_THREAD = "mc-lrumaint"
 LRU_BUDGET_DEFAULT_US = 10     # the best fixed budget of the 2026-11-29 pilot
 
 
 @dataclass(frozen=True)
 class LruOption:
-    """One option a user has. `server_option` is memcached's -o value
-    ({budget} filled from the fixed budget); `maintainer_policy` a policy
-    of thread_tuning for mc-lrumaint; `helpers_on_spare_core` moves every
-    thread but the workers to a CPU neither the server nor loadgen has."""
+    """One option a user has. `how` is what an operator does to get it
+    ({spare} filled with where the helpers go); `server_option` is
+    memcached's -o value ({budget} filled from the fixed budget);
+    `maintainer_policy` a policy of thread_tuning for mc-lrumaint;
+    `helpers_on_spare_core` moves every thread but the workers to a CPU
+    neither the server nor loadgen has."""
 
     name: str
     variant: str
-    what: str
+    how: str
     server_option: str = ""
     maintainer_policy: str = ""
     helpers_on_spare_core: bool = False
 
 
 LRU_OPTIONS = (
-    LruOption("stock", "stock", "stock memcached as it ships"),
-    LruOption("stock-no_lru_maintainer", "stock", "stock -o no_lru_maintainer: no maintainer thread, flat LRU",
-              server_option="no_lru_maintainer"),
-    LruOption("stock-lrumaint-idle", "stock", "stock, its mc-lrumaint thread at SCHED_IDLE",
-              maintainer_policy="idle"),
-    LruOption("stock-lrumaint-nice19", "stock", "stock, its mc-lrumaint thread at nice 19",
-              maintainer_policy="nice19"),
+    LruOption("stock", "stock", "stock memcached as it runs: the baseline"),
+    LruOption("stock-no_lru_maintainer", "stock", "stock memcached -o no_lru_maintainer: no maintainer "
+              "thread, a flat LRU (compare the hit ratio)", server_option="no_lru_maintainer"),
+    LruOption("stock-lrumaint-idle", "stock", "stock memcached, its maintainer at SCHED_IDLE: chrt --idle "
+              f"-p 0 on the {LRU_MAINTAINER_THREAD} thread's id", maintainer_policy="idle"),
+    LruOption("stock-lrumaint-nice19", "stock", "stock memcached, its maintainer at nice 19: renice -n 19 "
+              f"on the {LRU_MAINTAINER_THREAD} thread's id", maintainer_policy="nice19"),
     LruOption("fork", "fork", "the fork with no option: the control for the fork itself"),
-    LruOption("fork-auto", "fork", "the fork, -o lru_amortized_budget_us=auto",
-              server_option="lru_amortized_budget_us=auto"),
-    LruOption("fork-budget", "fork", "the fork, -o lru_amortized_budget_us=N (a fixed budget)",
-              server_option="lru_amortized_budget_us={budget}"),
-    LruOption("stock-helpers-spare", "stock", "stock, every thread but mc-worker on a spare CPU",
-              helpers_on_spare_core=True),
+    LruOption("fork-auto", "fork", f"the fork, -o {LRU_KNOB}=auto", server_option=f"{LRU_KNOB}=auto"),
+    LruOption("fork-budget", "fork", f"the fork, -o {LRU_KNOB}=N (a fixed budget, e.g. =10)",
+              server_option=f"{LRU_KNOB}={{budget}}"),
+    LruOption("stock-helpers-spare", "stock", "stock memcached, then taskset -pc on each of its threads "
+              "but the mc-worker ones, to {spare}", helpers_on_spare_core=True),
 )
 LRU_OPTION_NAMES = tuple(o.name for o in LRU_OPTIONS)
 

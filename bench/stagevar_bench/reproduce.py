@@ -25,8 +25,9 @@ from pathlib import Path
 from typing import Any
 
 from stagevar_bench import profile as prof
-from stagevar_bench.experiment import (LRU_OPTION, Design, ExperimentError, Level, compact_results,
+from stagevar_bench.experiment import (Design, ExperimentError, Level, compact_results,
                                        finish_results, new_results, run_design, save_results)
+from stagevar_bench.lru_options import LRU_KNOB
 from stagevar_bench.report import write_report
 from stagevar_bench.saturation import find_saturation
 from stagevar_bench.servers import build_binary
@@ -58,7 +59,7 @@ def cpus() -> int:
 def fork_has_lru_option() -> bool:
     """The fork's binary mentions the option's name if it parses it."""
     try:
-        return LRU_OPTION.encode() in build_binary("fork", "memcached").read_bytes()
+        return LRU_KNOB.encode() in build_binary("fork", "memcached").read_bytes()
     except OSError:
         return False
 
@@ -200,7 +201,7 @@ def lru_baseline() -> Level:
 def lru_level(budget: int | str, **kw: Any) -> Level:
     name = "amortized-auto" if budget == "auto" else f"amortized-{budget}us"
     params = {"budget_us": -1 if budget == "auto" else budget, "cores": 1}
-    return Level(name, "fork", server_args=["-o", f"{LRU_OPTION}={budget}"], params=params, **kw)
+    return Level(name, "fork", server_args=["-o", f"{LRU_KNOB}={budget}"], params=params, **kw)
 
 
 # The demo's workload (tools/demo): one worker and every thread on CPU 1,
@@ -321,7 +322,7 @@ def lru(size: Size, name: str, saturation: float) -> UseCase:
                   replace(off, name="thread-2cores", server_cpus="0-1", server_args=["-t", "2"],
                           params={"budget_us": 0, "cores": 2}),
                   replace(on, name="amortized-2cores", server_cpus="0-1",
-                          server_args=["-t", "2", "-o", f"{LRU_OPTION}={LRU_BUDGET}"],
+                          server_args=["-t", "2", "-o", f"{LRU_KNOB}={LRU_BUDGET}"],
                           params={"budget_us": LRU_BUDGET, "cores": 2})]
             # The design's -t 1 comes first; a level's -t 2 after it wins.
             designs.append(sweep_design(dict(common, server_cpus=None), "lru-cores-sweep", cl, heavy[-1],
@@ -406,7 +407,7 @@ def use_case(name: str, size: Size, size_name: str, results: dict[str, Any], net
     if name == "pinning":
         return pinning(size, size_name)
     if name == "lru" and not fork_has_lru_option():
-        return skip(name, results, f"the fork memcached has no `-o {LRU_OPTION}`")
+        return skip(name, results, f"the fork memcached has no `-o {LRU_KNOB}`")
     common, baseline = ((batching_common(size), batching_baseline()) if name == "batching"
                         else (lru_common(size, size_name), lru_baseline()))
     log(f"{name}: measuring the saturation rate of {baseline.name}")

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import Any, Mapping
 
 from stagevar_bench import memcache_client as mc
-from stagevar_bench.lru_options import LRU_MAINTAINER_THREAD
+from stagevar_bench.lru_options import LRU_KNOB, LRU_OPTIONS
 from stagevar_bench.queueing import Unstable, pk_mean_response
 
 # The stages that add up to a request's time in the server (e1 -> e6).
@@ -242,24 +242,22 @@ def recommend(server: str, ranked: list[RankedStage], stages: Mapping[str, Mappi
     return Advice("none", "", f"{top.name} varies most; the method has no knob for it")
 
 
-LRU_KNOB = "lru_amortized_budget_us"
+# What the profile asks to measure when the maintainer competes with the
+# workers: stock as it runs, stock's own remedies (no code), then the
+# fork's knob. Stock's -o no_lru_maintainer matched the knob's p90 in
+# issue 45's runs; it gives up the segmented LRU, so its hit ratio is weighed.
+PROFILE_LRU_OPTIONS = ("stock", "stock-no_lru_maintainer", "stock-lrumaint-idle", "stock-helpers-spare",
+                       "fork-auto")
 
 
 def lru_options(spare_cpus: str | None) -> tuple[Option, ...]:
-    """What to measure when the maintainer competes with the workers:
-    stock as it runs, stock's own remedies (no code), then the fork's
-    knob. Stock's `-o no_lru_maintainer` matched the knob's p90 in issue
-    45's runs; it gives up the segmented LRU, so its hit ratio is weighed."""
+    """PROFILE_LRU_OPTIONS with how an operator gets each (LRU_OPTIONS),
+    the helpers' CPU from `spare_cpus` where it is known."""
     where = (f"CPUs {spare_cpus}" if spare_cpus
              else "a CPU the server and its clients do not use, where the host has one")
-    return (Option("stock", "stock memcached as it runs: the baseline", False),
-            Option("stock-no_lru_maintainer", "stock memcached -o no_lru_maintainer: no maintainer "
-                   "thread, a flat LRU (compare the hit ratio)", False),
-            Option("stock-lrumaint-idle", "stock memcached, its maintainer at SCHED_IDLE: chrt --idle "
-                   f"-p 0 on the {LRU_MAINTAINER_THREAD} thread's id (or renice -n 19 on it)", False),
-            Option("stock-helpers-spare", f"stock memcached, then taskset -pc on each of "
-                   f"its threads but the mc-worker ones, to {where}", False),
-            Option("fork-auto", f"the fork, -o {LRU_KNOB}=auto (or a fixed budget, e.g. =10)", True))
+    by_name = {o.name: o for o in LRU_OPTIONS}
+    return tuple(Option(name, by_name[name].how.format(spare=where), by_name[name].variant == "fork")
+                 for name in PROFILE_LRU_OPTIONS)
 
 
 def lru_rule(top: RankedStage, ev: Evidence) -> Advice:
