@@ -1,12 +1,12 @@
 # SPDX-License-Identifier: BSD-3-Clause
-"""loadgen's TIME syntax, the one the whole bench suite takes: 5s, 500ms,
-250us, 2m; a plain number is seconds."""
+"""The durations the whole bench suite takes: loadgen's TIME syntax
+(100ns, 250us, 500ms, 5s; a plain number is seconds) and minutes (2m)."""
 from __future__ import annotations
 
 import re
 
-UNITS = {"us": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0, None: 1.0}
-TIME = re.compile(r"([0-9]*\.?[0-9]+)(us|ms|s|m)?")
+UNITS = {"ns": 1e-9, "us": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0, None: 1.0}
+TIME = re.compile(r"([0-9]*\.?[0-9]+)(ns|us|ms|s|m)?")
 
 
 def parse_seconds(text: str) -> float:
