@@ -20,8 +20,8 @@ from pathlib import Path
 from typing import Any, Callable, Iterator
 
 from stagevar_bench import machine, thread_tuning
-from stagevar_bench.lru_options import LRU_KNOB
 from stagevar_bench.hog import CpuHog, duty_error, group_error
+from stagevar_bench.lru_options import LRU_KNOB
 from stagevar_bench.netns import NetnsPair
 from stagevar_bench.runs import OUT_OF_RANGE, runs_ok
 from stagevar_bench.sched import ThreadSched, threads_sched
