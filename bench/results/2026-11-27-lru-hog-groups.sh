@@ -10,8 +10,12 @@ set -eu
 out=$1; runs=${2:-8}
 mkdir -p "$out"
 stagevar=${STAGEVAR:-.venv/bin/stagevar}
-setsid -f timeout 900 taskset -c 1 python3 -c 'while 1: pass' 2>/dev/null
-trap 'pkill -f "python3 -c while 1: pass" || true' EXIT INT TERM
+# setsid runs in the background job itself (it is no group leader there),
+# so $! is the loop's timeout, which passes a kill on to the loop.
+setsid timeout 900 taskset -c 1 python3 -c 'while 1: pass' 2>/dev/null &
+hog=$!
+stop_hog() { kill "$hog" 2>/dev/null || true; }
+trap stop_hog EXIT INT TERM
 sleep 0.5
 "$stagevar" compare --name demo-workload-own-group --level stock=stock --level auto=fork \
   --server-args '*=-t 1 -m 8' --server-args 'auto=-o lru_amortized_budget_us=auto' \
@@ -19,7 +23,7 @@ sleep 0.5
   --loads 20000 --runs "$runs" --duration 3s --warmup 2s --server-cpus 1 --client-cpus 0 \
   --out "$out/own-group.json.gz"
 "$stagevar" analyze "$out/own-group.json.gz" --no-qr
-pkill -f "python3 -c while 1: pass" || true
+stop_hog
 # The same loop in the server's session, for comparison in the same hour.
 "$stagevar" compare --name demo-workload-same-group --level stock=stock --level auto=fork \
   --server-args '*=-t 1 -m 8' --server-args 'auto=-o lru_amortized_budget_us=auto' \
