@@ -17,7 +17,7 @@ of the shared machine falls on all of them alike.
 Calls only the built servers and loadgen; the stats it reads are the
 servers' own text protocol.
 
-Usage: python3 bench/results/2026-12-02-lru-sigusr1.py [--tries N] [--out FILE.jsonl]
+Usage: python3 bench/results/2026-12-02-lru-sigusr1.py [--tries N] [--out FILE.jsonl] [--config NAME ...]
   with STAGEVAR_BUILD (default <repo>/build) and STAGEVAR_LOADGEN
   (default <repo>/bench/loadgen/loadgen).
 """
@@ -72,6 +72,9 @@ CONFIGS = (
     Config("fork, auto", "fork", ("-o", "lru_amortized_budget_us=auto")),
     Config("fork, auto, busy loop on CPU 1 (thread mode)", "fork", ("-o", "lru_amortized_budget_us=auto"),
            hog=True, thread_mode=True),
+    # Added 2026-12-03, when auto was removed: what stands in for its
+    # thread-mode try (run with --config, see the .md).
+    Config("fork, budget 20, busy loop on CPU 1", "fork", ("-o", "lru_amortized_budget_us=20"), hog=True),
 )
 
 
@@ -199,10 +202,21 @@ def problems(record: dict[str, object], config: Config) -> list[str]:
     return out
 
 
-def table(records: list[dict[str, object]]) -> str:
+def chosen(names: list[str] | None) -> tuple[Config, ...]:
+    """The configurations --config names (all of them without it)."""
+    if not names:
+        return CONFIGS
+    known = {c.name: c for c in CONFIGS}
+    for name in names:
+        if name not in known:
+            fail(f"no configuration {name!r}; known: {', '.join(known)}")
+    return tuple(known[n] for n in names)
+
+
+def table(records: list[dict[str, object]], configs: tuple[Config, ...]) -> str:
     rows = ["| configuration | tries | stopped within 10 s | max seconds | exit statuses | mode at the signal |",
             "|---|---|---|---|---|---|"]
-    for config in CONFIGS:
+    for config in configs:
         mine = [r for r in records if r["config"] == config.name]
         stopped = sum(1 for r in mine if r["exit_status"] is not None and float(r["seconds"]) <= STOPPED_WITHIN_S)
         statuses = sorted({"killed" if r["exit_status"] is None else str(r["exit_status"]) for r in mine})
@@ -218,7 +232,10 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--tries", default="12", help="tries per configuration (default 12)")
     parser.add_argument("--out", help="write one JSON line per try here")
+    parser.add_argument("--config", action="append", metavar="NAME",
+                        help="only this configuration (repeat; default: every one)")
     args = parser.parse_args()
+    configs = chosen(args.config)
     if not args.tries.isdigit() or int(args.tries) < 1:
         fail(f"--tries must be a positive whole number, not {args.tries!r}")
     tries = int(args.tries)
@@ -237,7 +254,7 @@ def main() -> None:
     out = open(args.out, "w") if args.out else None
     with open(os.devnull, "wb") as log:
         for attempt in range(1, tries + 1):
-            for config in CONFIGS:
+            for config in configs:
                 record = one_try(config, build, loadgen, attempt, log)
                 records.append(record)
                 bad += [f"{config.name}, try {attempt}: {p}" for p in problems(record, config)]
@@ -249,7 +266,7 @@ def main() -> None:
         out.close()
     loads = [float(r["loadavg_1m"]) for r in records]
     print(f"\nload average (1 min) over the tries: {min(loads):.2f} to {max(loads):.2f}")
-    print(table(records))
+    print(table(records, configs))
     if bad:
         print("\ntries that do not measure what they claim:\n  " + "\n  ".join(bad), file=sys.stderr)
         sys.exit(1)
