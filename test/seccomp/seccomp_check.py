@@ -3,9 +3,7 @@
 `-o drop_privileges` (memcached's seccomp filters: a worker that makes a
 system call they do not allow kills the server) and each of its options:
 it must stay up and answer through sets, an idle pause (when timers
-fire), a get and every stats subcommand; with `auto`, also through a
-busy loop beside its worker (its thread woken, then parked again). One
-TAP result per option.
+fire), a get and every stats subcommand. One TAP result per option.
 
     seccomp_check.py --binary build/memcached-seccomp/memcached
 """
@@ -26,8 +24,6 @@ SETS = 3000
 PIPELINE = 100          # sets per write: a few reads of many requests
 IDLE_S = 1.5            # every worker idle: what runs on timers runs now
 IO_TIMEOUT_S = 20.0     # any one reply; a dead server fails sooner
-CONTEND_S = 90          # the busy loop and the clients stop by themselves
-MODE_WAIT_S = 40        # auto's switch either way, on a busy machine
 
 
 # Two CPUs this process may use (0 and 1 on most machines), one if that
@@ -42,14 +38,11 @@ class Case:
     expect_settings: tuple[str, ...]    # "STAT ..." lines of `stats settings`
     expect_stages: tuple[str, ...]      # lines `stats stages` must hold
     traced_every_request: bool = False
-    contend: bool = False               # auto beside a busy loop: its thread
 
 
 CASES = (
     Case("lru_amortized_budget_us=20", ("STAT lru_amortized_budget_us 20",),
          ("STAT stage_trace off",)),
-    Case("lru_amortized_budget_us=auto", ("STAT lru_amortized_budget_us auto",),
-         ("STAT stage_trace off",), contend=True),
     Case("stage_trace", ("STAT stage_trace yes",),
          ("STAT stage_trace on", "STAT stage_trace_kernel on")),
     Case("stage_trace,stage_trace_sample=1", ("STAT stage_trace_sample 1",),
@@ -96,56 +89,6 @@ def stat(reply: str, name: str) -> int:
     raise AssertionError(f"no STAT {name} in {reply!r}")
 
 
-def mode(c: Client) -> str:
-    for line in c.command("stats lru_amortized").splitlines():
-        if line.startswith("STAT mode "):
-            return line.split()[2]
-    raise AssertionError("no STAT mode in stats lru_amortized")
-
-
-def wait_mode(c: Client, want: str) -> None:
-    deadline = time.monotonic() + MODE_WAIT_S
-    while mode(c) != want:
-        assert time.monotonic() < deadline, f"auto's mode is not {want} after {MODE_WAIT_S} s"
-        time.sleep(0.2)
-
-
-# A client that keeps a worker busy: pipelined gets, until its deadline.
-HAMMER = """
-import socket, sys, time
-s = socket.create_connection(("127.0.0.1", int(sys.argv[1])))
-batch = b"get k\\r\\n" * 200 + b"version\\r\\n"
-end = time.monotonic() + float(sys.argv[2])
-while time.monotonic() < end:
-    s.sendall(batch)
-    buf = b""
-    while b"VERSION" not in buf:
-        buf += s.recv(65536)
-"""
-
-
-def contend(c: Client, port: int) -> None:
-    """auto beside a busy loop on its worker's CPU: a worker wakes the
-    parked thread (under the workers' filter), the thread does the work,
-    and once the loop is gone the workers slice again."""
-    pid = stat(c.command("stats"), "pid")
-    for tid in os.listdir(f"/proc/{pid}/task"):
-        os.sched_setaffinity(int(tid), {WORKER_CPU})
-    procs = [subprocess.Popen(["taskset", "-c", str(WORKER_CPU), sys.executable, "-c",
-                               f"import time\nend = time.monotonic() + {CONTEND_S}\n"
-                               "while time.monotonic() < end: pass"])]
-    procs += [subprocess.Popen(["taskset", "-c", str(HELPER_CPU), sys.executable, "-c",
-                                HAMMER, str(port), str(CONTEND_S)]) for _ in range(2)]
-    try:
-        wait_mode(c, "thread")
-        time.sleep(1)
-    finally:
-        for p in procs:
-            p.kill()
-            p.wait()
-    wait_mode(c, "slices")
-
-
 def run_case(binary: Path, case: Case) -> None:
     server = MemcachedServer(binary, ("-o", f"drop_privileges,{case.option}"))
     with server:
@@ -171,8 +114,6 @@ def exercise(port: int, case: Case) -> None:
         for _ in range(PIPELINE):
             assert c.until(b"\r\n") == b"STORED\r\n"
     time.sleep(IDLE_S)
-    if case.contend:
-        contend(c, port)
     assert c.command("get key1234") == "VALUE key1234 0 4\r\n1234\r\nEND\r\n"
     assert stat(c.command("stats"), "cmd_set") == SETS
     stages = c.command("stats stages")
