@@ -2,7 +2,7 @@
 """stagevar bench lru (make bench-lru): every LRU option a user has,
 side by side: stock's own (no_lru_maintainer, the maintainer thread at
 SCHED_IDLE or nice 19, helpers on a spare core) against the fork's
-amortized maintenance (-o lru_amortized_budget_us, auto and --budget).
+amortized maintenance (-o lru_amortized_budget_us=--budget, a fixed budget).
 
 Setup (the reference paper's low-throughput case on a 2-core machine):
 memcached with -t 1 (or --threads) and all its threads on CPU 0, the
@@ -41,7 +41,7 @@ default nothing traces.
 
 4. with --callgrind instead: instructions, not latency, of stock's
    worker and maintainer thread against the fork's worker doing the
-   slices (--budget and auto), over one light-load request script
+   slices (--budget), over one light-load request script
    (lru_cost.py).
 
 Everything is measured in this one run; nothing is compared with figures
@@ -263,10 +263,10 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--sweep-load", type=float, default=0.7, help="fraction of saturation for --budget-sweep")
     p.add_argument("--callgrind", action="store_true",
                    help="instead of latency: instructions of stock's worker and maintainer thread against "
-                        "the fork's worker with --budget and with auto (valgrind)")
+                        "the fork's worker with --budget (valgrind)")
     p.add_argument("--cpu-cost", action="store_true",
                    help="instead of latency: the server's native CPU time per request, stock against "
-                        "the fork with auto and with --budget, at --rates, evicting and not (lru_cpu.py)")
+                        "the fork with --budget, at --rates, evicting and not (lru_cpu.py)")
     p.add_argument("--rates", default="5000,20000,80000", help="req/s for --cpu-cost (default 5000,20000,80000)")
     p.add_argument("--server-cpu", type=int, default=0)
     p.add_argument("--loadgen-cpu", type=int, default=1)
@@ -297,7 +297,7 @@ def main(argv: list[str] | None = None) -> int:
         if shutil.which("valgrind") is None:
             print("bench-lru: --callgrind needs valgrind (apt-get install valgrind)", file=sys.stderr)
             return 1
-        lru_cost.run([str(args.budget), "auto"], args.runs)
+        lru_cost.run([args.budget], args.runs)
         return 0
     if not LOADGEN.exists():
         print(f"bench-lru: {LOADGEN} is not built (run make)", file=sys.stderr)
@@ -369,8 +369,8 @@ def counters_line(level: Level, port: int) -> str:
             f"bumps_dropped {st.get('lru_bumps_dropped')}")
     if any("lru_amortized_budget_us" in a for a in level.server_args):
         am = stats(port, "lru_amortized")
-        line += (f"; slices {am.get('slices')} over budget {am.get('slices_over_budget')} "
-                 f"worst overrun {int(am.get('worst_overrun_ns', 0)) / 1e3:.1f} us")
+        line += (f"; slices {am.get('slices')} yielded {am.get('slices_yielded')} "
+                 f"time {am.get('time_us')} us")
     if level.helper_cpus:
         line += f"; helpers on CPU {level.helper_cpus}"
     return line

@@ -48,9 +48,9 @@ class Side:
     options: tuple[str, ...]
 
 
-def sides(budgets: list[str], stock_name: str = "stock (worker + mc-lrumaint)",
-          fork_name: Callable[[str], str] = lambda b: f"fork, lru_amortized_budget_us={b}") -> list[Side]:
-    """Stock, then the fork with each budget (a number of us, or auto)."""
+def sides(budgets: list[int], stock_name: str = "stock (worker + mc-lrumaint)",
+          fork_name: Callable[[int], str] = lambda b: f"fork, lru_amortized_budget_us={b}") -> list[Side]:
+    """Stock, then the fork with each fixed budget (microseconds)."""
     return [Side(stock_name, "stock", ())] + [
         Side(fork_name(b), "fork", ("-o", f"lru_amortized_budget_us={b}")) for b in budgets]
 
@@ -95,7 +95,7 @@ def cost_lines(counts: dict[str, list[int]]) -> list[str]:
     return lines
 
 
-def run(budgets: list[str], repeat: int) -> None:
+def run(budgets: list[int], repeat: int) -> None:
     """A diagnostic, not the cost (lru_cpu.py measures that natively)."""
     servers = sides(budgets)
     for spacing, (pause_s, every) in SPACINGS.items():

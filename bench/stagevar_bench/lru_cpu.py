@@ -47,8 +47,7 @@ WARMUP_S = 0.5
 
 
 def sides(budget: int) -> list[Side]:
-    return lru_cost.sides(["auto", str(budget)], "stock",
-                          lambda b: "fork auto" if b == "auto" else f"fork {b} us")
+    return lru_cost.sides([budget], "stock", lambda b: f"fork {b} us")
 
 
 def server(binary: Path, memory: str, options: Sequence[str], cpu: int) -> MemcachedServer:

@@ -47,8 +47,8 @@ LRU_OPTIONS = (
     LruOption("stock-lrumaint-nice19", "stock", "stock memcached, its maintainer at nice 19: renice -n 19 "
               f"on the {LRU_MAINTAINER_THREAD} thread's id", maintainer_policy="nice19"),
     LruOption("fork", "fork", "the fork with no option: the control for the fork itself"),
-    LruOption("fork-auto", "fork", f"the fork, -o {LRU_KNOB}=auto", server_option=f"{LRU_KNOB}=auto"),
-    LruOption("fork-budget", "fork", f"the fork, -o {LRU_KNOB}=N (a fixed budget, e.g. =10)",
+    LruOption("fork-budget", "fork", f"the fork, -o {LRU_KNOB}={LRU_BUDGET_DEFAULT_US}: its knob, a fixed "
+              "budget of microseconds per slice",
               server_option=f"{LRU_KNOB}={{budget}}"),
     LruOption("stock-helpers-spare", "stock", "stock memcached, then taskset -pc on each of its threads "
               "but the mc-worker ones, to {spare}", helpers_on_spare_core=True),
@@ -73,11 +73,9 @@ def option_level(option: LruOption, budget_us: int, spare: list[int]) -> "Level"
 
 
 def fork_budget_param(option: LruOption, budget_us: int) -> float:
-    """A fork level's budget as reproduce's budget sweeps record it (the
-    report reads it): -1 auto, 0 the maintainer thread, else the budget."""
-    if "{budget}" in option.server_option:
-        return float(budget_us)
-    return -1.0 if option.server_option.endswith("=auto") else 0.0
+    """A fork level's budget as reproduce's budget sweeps record it: 0 the
+    maintainer thread, else the budget."""
+    return float(budget_us) if "{budget}" in option.server_option else 0.0
 
 
 def lru_option_levels(budget_us: int = LRU_BUDGET_DEFAULT_US, spare: list[int] | None = None) -> list["Level"]:

@@ -12,7 +12,7 @@ ProcessCorePinning measured x3.27 worse there for that reason).
    90% of the capacity measured for each connection mode; 4 rounds.
 2. memcached -t 4: every combination of helpers floating or pinned
    (pin_helpers) and workers floating or pinned (worker_cpus), times LRU
-   stock, no_lru_maintainer and the fork's lru_amortized_budget_us=auto;
+   stock, no_lru_maintainer and the fork's lru_amortized_budget_us=10;
    an ETC-like workload and the demo's, at 60 and 90% of capacity, with
    as many rounds as the time left allows.
 
@@ -37,7 +37,7 @@ from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any, Callable, Sequence, TextIO
 
-from stagevar_bench.lru_options import LRU_KNOB
+from stagevar_bench.lru_options import LRU_BUDGET_DEFAULT_US, LRU_KNOB
 from stagevar_bench.timespec import parse_seconds
 
 PROG = "bench/many-core/run"
@@ -201,7 +201,7 @@ def mc_pinning(size: Size, lay: Layout) -> list[tuple[str, list[str]]]:
 
 
 MC_LRU = [("lru-stock", []), ("no_lru_maintainer", ["-o", "no_lru_maintainer"]),
-          ("amortized-auto", ["-o", f"{LRU_KNOB}=auto"])]
+          (f"amortized-{LRU_BUDGET_DEFAULT_US}us", ["-o", f"{LRU_KNOB}={LRU_BUDGET_DEFAULT_US}"])]
 
 
 def mc_levels(size: Size, lay: Layout) -> list[Any]:

@@ -231,9 +231,7 @@ def claims_table(results: dict[str, Any], analysis: dict[str, Any]) -> list[Bloc
             parts += [capacity_text(r) for r in sorted(rs, key=lambda r: (r["load"], r["arrival"]))
                       if r.get("capacity")]
         if c.get("sweep_experiment") in exps:
-            sweep = exps[c["sweep_experiment"]]
-            verdicts.append(auto_vs_best_text(sweep) if "auto" in " ".join(sweep["levels"])
-                            else helps_from_text(sweep))
+            verdicts.append(helps_from_text(exps[c["sweep_experiment"]]))
         rows.append([c["use_case"], c["claim"], "; ".join(parts), "; ".join(verdicts)])
     return [H(2, "Paper's claim vs measured here"),
             P("Ratios are knob / baseline of each run's mean or percentile: the Hodges-Lehmann "
@@ -258,25 +256,6 @@ def capacity_text(r: dict[str, Any]) -> str:
     base, knob = r["capacity_per_s"]
     return (f"capacity at {r['load']:g} ({r['arrival']}): {base:,.0f} -> {knob:,.0f} requests per worker "
             f"CPU-second, x{fmt_ci(r['capacity'], 1, 2)}")
-
-
-AUTO_WITHIN = 0.05
-
-
-def auto_vs_best_text(exp: dict[str, Any]) -> str:
-    """The auto budget's p99 against the best fixed budget's, in a budget
-    sweep (params budget_us: -1 auto, 0 the thread, > 0 fixed)."""
-    p99 = {c["knob"]: c["percentiles"]["p99"]["value"] for c in exp["cells"]}
-    budget = {k: exp["params"].get(k, {}).get("budget_us") for k in p99}
-    fixed = {k: v for k, v in p99.items() if (budget[k] or 0) > 0}
-    auto = [v for k, v in p99.items() if budget[k] == -1]
-    if not fixed or not auto:
-        return "the budget sweep lacks a fixed or the auto budget"
-    best = min(fixed, key=fixed.get)
-    ratio = auto[0] / fixed[best]
-    verdict = "within" if ratio <= 1 + AUTO_WITHIN else f"not within: {ratio - 1:.0%} above"
-    return (f"auto's p99 {auto[0] / 1e3:.0f} us vs the best fixed budget's ({best}) {fixed[best] / 1e3:.0f} us: "
-            f"x{ratio:.2f}, {verdict} {AUTO_WITHIN:.0%} (medians over {exp['cells'][0]['runs']} runs)")
 
 
 def mechanism_text(r: dict[str, Any]) -> str:

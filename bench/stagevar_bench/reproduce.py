@@ -27,7 +27,7 @@ from typing import Any
 from stagevar_bench import profile as prof
 from stagevar_bench.experiment import (Design, ExperimentError, Level, compact_results,
                                        finish_results, new_results, run_design, save_results)
-from stagevar_bench.lru_options import LRU_KNOB
+from stagevar_bench.lru_options import LRU_BUDGET_DEFAULT_US, LRU_KNOB
 from stagevar_bench.report import write_report
 from stagevar_bench.saturation import find_saturation
 from stagevar_bench.servers import build_binary
@@ -198,10 +198,9 @@ def lru_baseline() -> Level:
     return Level("maintainer-thread", "fork", params={"budget_us": 0, "cores": 1})
 
 
-def lru_level(budget: int | str, **kw: Any) -> Level:
-    name = "amortized-auto" if budget == "auto" else f"amortized-{budget}us"
-    params = {"budget_us": -1 if budget == "auto" else budget, "cores": 1}
-    return Level(name, "fork", server_args=["-o", f"{LRU_KNOB}={budget}"], params=params, **kw)
+def lru_level(budget: int, **kw: Any) -> Level:
+    return Level(f"amortized-{budget}us", "fork", server_args=["-o", f"{LRU_KNOB}={budget}"],
+                 params={"budget_us": budget, "cores": 1}, **kw)
 
 
 # The demo's workload (tools/demo): one worker and every thread on CPU 1,
@@ -233,7 +232,7 @@ def lru_demo_designs(size: Size) -> list[Design]:
     """Stock against the fork's knob on the demo's workload: right after
     the cache fills and in the steady state, on a quiet CPU and with a
     busy loop on the server's core."""
-    levels = [Level("stock", "stock"), lru_level("auto"), lru_level(LRU_BUDGET)]
+    levels = [Level("stock", "stock"), lru_level(LRU_BUDGET_DEFAULT_US), lru_level(LRU_BUDGET)]
     what = ("stock memcached against the fork's knob on the demo's workload: -t 1 -m 8, every thread on "
             f"CPU 1, {DEMO_KEYS} keys of 500 B preloaded (the cache evicts), 90% sets, "
             f"{DEMO_RATE:g} req/s Poisson from loadgen on CPU 0; ")
@@ -257,7 +256,8 @@ def lru_demo_designs(size: Size) -> list[Design]:
     return designs
 
 
-def lru_demo_claims(names: list[str]) -> list[dict[str, Any]]:
+def lru_demo_claims(names: list[str], knob: str) -> list[dict[str, Any]]:
+    """The claim of each demo design for `knob`, the level the demo runs."""
     return [{"use_case": f"amortized LRU against stock, {name.removeprefix('lru-demo-').removeprefix('lru-')} "
                          f"({knob})",
              "claim": "the knob the demo recommends makes neither the tail nor the mean longer than stock's "
@@ -265,12 +265,12 @@ def lru_demo_claims(names: list[str]) -> list[dict[str, Any]]:
                       "server's core",
              "checks": [{"metric": m, "load": DEMO_RATE, "kind": "no-worse"} for m in ("p99", "mean")],
              "experiment": name, "knob": knob}
-            for name in names for knob in ("amortized-auto",)]
+            for name in names]
 
 
-def lru_claims(on: Level, auto: Level, light: list[float], heavy: list[float]) -> list[dict[str, Any]]:
+def lru_claims(knobs: list[Level], light: list[float], heavy: list[float]) -> list[dict[str, Any]]:
     claims = []
-    for knob in (on, auto):
+    for knob in knobs:
         if light:
             claims.append({"use_case": f"amortized LRU, no evictions ({knob.name})",
                            "claim": "the workers doing the maintainer's work cost nothing at light load: "
@@ -283,39 +283,40 @@ def lru_claims(on: Level, auto: Level, light: list[float], heavy: list[float]) -
                                 "(issue 5's goal)",
                        "checks": [{"metric": m, "load": load, "at_most": at_most} for load in heavy
                                   for m, at_most in (("mean", 0.7), ("p99", 0.65))],
-                       "experiment": "lru", "knob": knob.name,
-                       "sweep_experiment": "lru-budget-sweep"})
+                       "experiment": "lru", "knob": knob.name})
     return claims
 
 
 def lru(size: Size, name: str, saturation: float) -> UseCase:
     light, heavy = shares_of(saturation, LRU_LIGHT_SHARES[name]), shares_of(saturation, LRU_HEAVY_SHARES[name])
     common, common_light = lru_common(size, name), lru_common(size, name, evicting=False)
-    off, on, auto = lru_baseline(), lru_level(LRU_BUDGET), lru_level("auto")
+    # `on` is the budget the LRU case has always measured, `knob` the fork's
+    # knob as the demo and the option set run it.
+    off, on, knob = lru_baseline(), lru_level(LRU_BUDGET), lru_level(LRU_BUDGET_DEFAULT_US)
     keys = lru_keys(name)
     where = ("memcached fork with one worker (-t 1) and its background threads on one core (CPU 1), "
              "loadgen on CPU 0; 90% gets, 20-byte keys, 50-byte values, "
              f"{keys} keys preloaded into a hash table sized for them "
              f"(-o hashpower={hashpower_for(keys)}); Poisson arrivals at ")
     knobs = (f"Knobs: no maintainer thread; the worker does the maintenance between requests, "
-             f"for at most {LRU_BUDGET} µs, or for a quarter of its idle gap (auto), stopping for a "
+             f"for at most {LRU_BUDGET} or {LRU_BUDGET_DEFAULT_US} µs, stopping for a "
              "request while the cache has room.")
-    designs = [Design(name="lru", levels=[off, on, auto], loads=heavy, arrivals=["exp"], runs=size.runs,
+    designs = [Design(name="lru", levels=[off, on, knob], loads=heavy, arrivals=["exp"], runs=size.runs,
                       description=where + "/".join(f"{f:.0%}" for f in LRU_HEAVY_SHARES[name])
                       + f" of the measured saturation rate ({saturation:.0f} req/s), into 16 MB: evictions "
                         "keep the LRU maintainer busy. " + knobs, **common)]  # type: ignore[arg-type]
     if light:
-        designs.append(Design(name="lru-light", levels=[off, on, auto], loads=light, arrivals=["exp"],
+        designs.append(Design(name="lru-light", levels=[off, on, knob], loads=light, arrivals=["exp"],
                               runs=size.runs * LRU_LIGHT_RUNS_FACTOR[name], seed=6,
                               description=where + "/".join(f"{f:.0%}" for f in LRU_LIGHT_SHARES[name])
                               + " of the saturation rate, into 256 MB: every key fits, no evictions. "
                               + knobs, **common_light))  # type: ignore[arg-type]
     if size.sweeps:
         budgets = {"tiny": [200], "quick": [10, 200]}.get(name, [10, 50, 200, 1000])
-        levels = [replace(off)] + [lru_level(b) for b in budgets] + [lru_level("auto")]
+        levels = [replace(off)] + [lru_level(b) for b in budgets]
         designs.append(sweep_design(common, "lru-budget-sweep", levels, heavy[-1], size.sweep_runs,
                                     "budget_us", 3, "The amortized budget swept (0 = the maintainer "
-                                    "thread, -1 = auto), evicting, at the highest load."))
+                                    "thread), evicting, at the highest load."))
         if cpus() > 1 and name == "full":
             cl = [replace(off, name="thread-1core", server_cpus="1"),
                   replace(on, name="amortized-1core", server_cpus="1"),
@@ -331,8 +332,8 @@ def lru(size: Size, name: str, saturation: float) -> UseCase:
                                         "with loadgen), maintainer thread vs amortized.", knob_param="budget_us"))
     demo = lru_demo_designs(size)
     designs += demo
-    return UseCase(designs, lru_claims(on, auto, light, heavy) + lru_demo_claims([d.name for d in demo]),
-                   off, on, heavy[-1])
+    claims = lru_claims([on, knob], light, heavy) + lru_demo_claims([d.name for d in demo], knob.name)
+    return UseCase(designs, claims, off, on, heavy[-1])
 
 
 def httpd_conf(threads: int, children: int) -> str:

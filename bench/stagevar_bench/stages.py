@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import Any, Mapping
 
 from stagevar_bench import memcache_client as mc
-from stagevar_bench.lru_options import LRU_KNOB, LRU_OPTIONS
+from stagevar_bench.lru_options import LRU_BUDGET_DEFAULT_US, LRU_KNOB, LRU_OPTIONS
 from stagevar_bench.queueing import Unstable, pk_mean_response
 
 # The stages that add up to a request's time in the server (e1 -> e6).
@@ -244,10 +244,11 @@ def recommend(server: str, ranked: list[RankedStage], stages: Mapping[str, Mappi
 
 # What the profile asks to measure when the maintainer competes with the
 # workers: stock as it runs, stock's own remedies (no code), then the
-# fork's knob. Stock's -o no_lru_maintainer matched the knob's p90 in
-# issue 45's runs; it gives up the segmented LRU, so its hit ratio is weighed.
+# fork's knob, its fixed budget. Stock's -o no_lru_maintainer matched the
+# knob's p90 in issue 45's runs; it gives up the segmented LRU, so its hit
+# ratio is weighed.
 PROFILE_LRU_OPTIONS = ("stock", "stock-no_lru_maintainer", "stock-lrumaint-idle", "stock-helpers-spare",
-                       "fork-auto")
+                       "fork-budget")
 
 
 def lru_options(spare_cpus: str | None) -> tuple[Option, ...]:
@@ -280,7 +281,7 @@ def lru_rule(top: RankedStage, ev: Evidence) -> Advice:
                       "where the maintainer is busy and hurts beside a neighbour, so it is not "
                       f"recommended blind; {ev.how_to_know}")
     if ev.maintainer_cores >= MAINTAINER_BUSY_CORES:
-        return Advice("amortized LRU", f"-o {LRU_KNOB}=auto",
+        return Advice("amortized LRU", f"-o {LRU_KNOB}={LRU_BUDGET_DEFAULT_US}",
                       f"{varies} and the maintainer was busy ({measured})",
                       suggests="the LRU maintainer thread competes with the workers for their "
                       "core: its wake-ups delay theirs",

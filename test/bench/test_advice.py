@@ -153,6 +153,7 @@ def test_a_busy_maintainer_names_the_options_to_measure_stock_first() -> None:
     k = stages(kernel_to_read__stddev=50000.0)
     advice = recommend("memcached", rank_stages(k), k, Evidence(0.2, 0.0, spare_cpus="0"))
     assert advice.knob == "amortized LRU" and "competes with the workers" in advice.suggests
+    assert advice.option == "-o lru_amortized_budget_us=10"     # the fixed budget, the fork's knob
     names = [o.name for o in advice.measure]
     assert names[0] == "stock" and names[1] == "stock-no_lru_maintainer"
     assert all(not o.needs_fork for o in advice.measure[:-1]) and advice.measure[-1].needs_fork
@@ -160,7 +161,7 @@ def test_a_busy_maintainer_names_the_options_to_measure_stock_first() -> None:
     assert names[3] == "stock-helpers-spare" and "CPUs 0" in advice.measure[3].how
     text = "\n".join(advice_lines(asdict(advice), "", "recommendation"))
     assert text.startswith("recommendation: measure before choosing")
-    assert text.index("no_lru_maintainer") < text.index("lru_amortized_budget_us=auto")
+    assert text.index("no_lru_maintainer") < text.index("lru_amortized_budget_us=10")
     assert "stagevar advise" in text
     # without a known spare CPU the option says where one exists
     unpinned = recommend("memcached", rank_stages(k), k, Evidence(0.2, 0.0))

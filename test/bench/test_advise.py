@@ -21,7 +21,7 @@ from stagevar_bench.experiment import FORMAT, save_results
 BENCH = Path(__file__).resolve().parents[2] / "bench"
 LOAD = 200000.0
 # the names of the LRU option set (stagevar compare --lru-options)
-STOCK, FLAT, IDLE, FORK = "stock", "stock-no_lru_maintainer", "stock-lrumaint-idle", "fork-auto"
+STOCK, FLAT, IDLE, FORK = "stock", "stock-no_lru_maintainer", "stock-lrumaint-idle", "fork-budget"
 VARIANT = {STOCK: "stock", FLAT: "stock", IDLE: "stock", FORK: "fork"}
 
 
@@ -84,7 +84,7 @@ def test_a_stock_flag_as_fast_as_the_knob_is_the_answer() -> None:
     flat = figures[FLAT].vs_baseline
     assert flat is not None and flat.lower and flat.runs == (6, 6)
     assert flat.p == pytest.approx(2 / 924)
-    assert "fork-auto is not resolved apart from it" in a.because and "against stock" in a.because
+    assert "fork-budget is not resolved apart from it" in a.because and "against stock" in a.because
     # the same test as the analysis's own ratio against the first level
     ranks = next(r for r in exp["ratios"] if r["knob"] == FLAT)["ranks"]["p90"]
     assert (flat.ratio, flat.low, flat.high) == (ranks["ratio"], ranks["low"], ranks["high"])
@@ -97,8 +97,8 @@ def test_the_knob_wins_where_its_advantage_is_resolved() -> None:
     fork = next(o for o in a.options if o.name == FORK)
     assert fork.vs_baseline is not None and fork.vs_baseline.high < 1
     flat = next(o for o in a.options if o.name == FLAT)
-    assert flat.vs_answer is not None and flat.vs_answer.low > 1 and "above fork-auto's" in flat.left_out
-    assert text([a]).splitlines()[1] == "run: fork-auto"
+    assert flat.vs_answer is not None and flat.vs_answer.low > 1 and "above fork-budget's" in flat.left_out
+    assert text([a]).splitlines()[1] == "run: fork-budget"
 
 
 def test_an_option_that_loses_hit_ratio_is_not_the_answer() -> None:
@@ -130,8 +130,8 @@ def test_what_is_missing_is_said() -> None:
     leans on what needs no code."""
     a, _ = answer({STOCK: [100, 101], FORK: [50, 51]})
     assert a.run == STOCK
-    assert any("hit ratio of stock, fork-auto" in m for m in a.missing)
-    assert any("CI of fork-auto against stock" in m for m in a.missing)
+    assert any("hit ratio of stock, fork-budget" in m for m in a.missing)
+    assert any("CI of fork-budget against stock" in m for m in a.missing)
 
 
 def test_bad_statistic_and_one_level_are_refused() -> None:

@@ -19,7 +19,7 @@ import pytest
 from stagevar_bench.analyze import analyze
 
 DEMO = Path(__file__).resolve().parents[2] / "tools" / "demo"
-KNOB = "fork-auto"                # the LRU option set's name of auto
+KNOB = "fork-budget"              # the LRU option set's name of the fixed budget
 
 
 def demo_module() -> ModuleType:
@@ -73,3 +73,19 @@ def test_each_pair_gets_its_own_ratios_and_verdict(capsys: pytest.CaptureFixture
     assert ratio and 0.8 < float(ratio.group(1)) < 1.25, out
     ratio = re.search(rf"p90 ratio {re.escape(KNOB)} / stock: ([0-9.]+) ", out)
     assert ratio and 0.4 < float(ratio.group(1)) < 0.6, out
+
+
+def test_the_mechanism_shows_the_knobs_slices_only_where_it_ran() -> None:
+    """Medians over runs of what `stats lru_amortized` still counts; a
+    level without the knob has no such stats and shows none."""
+    demo = demo_module()
+    assert demo.KNOB == KNOB
+    cell = {"worker_sched": {"wait_share": 0.02}, "outside_cores": 0.1}
+    knob = [{"lru_amortized": {"lru_amortized_budget_us": 10, "slices": s, "slices_yielded": s // 10,
+                               "slices_lock_busy": 0, "items_moved": 5 * s, "time_us": 3 * s}}
+            for s in (100, 300, 200)]
+    assert demo.mechanism(cell, knob) == ("worker waited for its core 2.0% of its runnable time; other tasks "
+                                          "took 0.10 cores of it; 200 slices; 20 yielded to a request; "
+                                          "600 us in slices")
+    assert demo.mechanism(cell, [{}, {}]) == ("worker waited for its core 2.0% of its runnable time; other "
+                                              "tasks took 0.10 cores of it")

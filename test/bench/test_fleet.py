@@ -153,7 +153,7 @@ def test_fleet_evidence_from_the_exporters_counters_decides_per_instance() -> No
                                        "ranked": [asdict(r) for r in ranked],
                                        "evidence": asdict(ev[busy]), "advice": asdict(decide[busy])}]})
     assert "    knob: measure before choosing" in shown and "knob: amortized LRU" not in shown
-    assert shown.index("stock-no_lru_maintainer") < shown.index("fork-auto")
+    assert shown.index("stock-no_lru_maintainer") < shown.index("fork-budget")
     # an instance the exporter does not read from /proc (another host): unknown,
     # and the answer names what to deploy
     blind = fleet.recommend("memcached", ranked, k, ev.get(remote, fleet.Evidence(how_to_know=fleet.DEPLOY)))

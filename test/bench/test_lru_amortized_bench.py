@@ -39,9 +39,9 @@ def test_a_cell_shows_medians_not_means_with_their_ci() -> None:
 
 def test_ratios_are_of_the_medians() -> None:
     lines = bench_lru.cell_lines("exp arrivals", {"stock": runs([10.0, 11.0, 12.0, 13.0, 100.0]),
-                                                  "fork-auto": runs([6.0, 6.0, 6.0, 6.0, 6.0])})
+                                                  "fork-budget": runs([6.0, 6.0, 6.0, 6.0, 6.0])})
     ratio = lines[-1]
-    assert ratio.startswith("  fork-auto/stock, ratio of medians [95% CI]:")
+    assert ratio.startswith("  fork-budget/stock, ratio of medians [95% CI]:")
     found = re.findall(rf"(mean|p99|variance) {MEDIAN_CI.pattern}", ratio)
     assert [name for name, *_ in found] == ["mean", "p99", "variance"]
     for _, value, low, high in found:
@@ -55,10 +55,10 @@ def test_a_single_side_has_no_ratio_line() -> None:
 
 
 def test_every_side_is_compared_with_stock_and_the_others_with_no_lru_maintainer() -> None:
-    names = ["stock", "stock-no_lru_maintainer", "stock-lrumaint-idle", "fork-auto"]
+    names = ["stock", "stock-no_lru_maintainer", "stock-lrumaint-idle", "fork-budget"]
     assert bench_lru.ratio_pairs(names) == [
-        ("stock-no_lru_maintainer", "stock"), ("stock-lrumaint-idle", "stock"), ("fork-auto", "stock"),
-        ("stock-lrumaint-idle", "stock-no_lru_maintainer"), ("fork-auto", "stock-no_lru_maintainer")]
+        ("stock-no_lru_maintainer", "stock"), ("stock-lrumaint-idle", "stock"), ("fork-budget", "stock"),
+        ("stock-lrumaint-idle", "stock-no_lru_maintainer"), ("fork-budget", "stock-no_lru_maintainer")]
 
 
 def test_the_sides_are_the_lru_option_set_with_the_budget_given() -> None:
@@ -69,6 +69,19 @@ def test_the_sides_are_the_lru_option_set_with_the_budget_given() -> None:
     assert [s.name for s in sides] == expected
     [budget] = [s for s in sides if s.name == "fork-budget"]
     assert budget.server_args == ["-o", "lru_amortized_budget_us=7"]
+
+
+def test_the_counters_line_gives_the_knobs_slices_as_the_fork_counts_them(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    answers = {"": {"evictions": "9", "moves_to_cold": "8", "moves_to_warm": "7",
+                    "lru_maintainer_juggles": "6", "lru_bumps_dropped": "0"},
+               "lru_amortized": {"lru_amortized_budget_us": "10", "slices": "120", "slices_yielded": "4",
+                                 "slices_lock_busy": "0", "items_moved": "300", "time_us": "95"}}
+    monkeypatch.setattr(bench_lru, "stats", lambda port, kind="": answers[kind])
+    [budget] = [l for l in lru_options.lru_option_levels(10) if l.name == "fork-budget"]
+    assert bench_lru.counters_line(budget, 1).endswith("; slices 120 yielded 4 time 95 us")
+    [stock] = [l for l in lru_options.lru_option_levels(10) if l.name == "stock"]
+    assert "slices" not in bench_lru.counters_line(stock, 1)
 
 
 @pytest.mark.parametrize("args, value", [
@@ -94,11 +107,11 @@ def test_cost_lines_give_each_side_its_median_range_and_ratio_to_stock() -> None
 
 
 def test_cost_sides_are_stock_then_one_fork_side_per_budget() -> None:
-    sides = lru_cost.sides(["20", "auto"])
+    sides = lru_cost.sides([20, 50])
     assert [(s.variant, s.options) for s in sides] == [
         ("stock", ()),
         ("fork", ("-o", "lru_amortized_budget_us=20")),
-        ("fork", ("-o", "lru_amortized_budget_us=auto")),
+        ("fork", ("-o", "lru_amortized_budget_us=50")),
     ]
 
 
@@ -109,11 +122,10 @@ def test_runs_must_be_positive(capsys: pytest.CaptureFixture[str]) -> None:
     assert "'0'" in capsys.readouterr().err.splitlines()[-1]
 
 
-def test_cpu_cost_sides_are_stock_auto_and_the_budget_with_short_labels() -> None:
+def test_cpu_cost_sides_are_stock_and_the_budget_with_short_labels() -> None:
     sides = lru_cpu.sides(20)
     assert [(s.name, s.variant, s.options) for s in sides] == [
         ("stock", "stock", ()),
-        ("fork auto", "fork", ("-o", "lru_amortized_budget_us=auto")),
         ("fork 20 us", "fork", ("-o", "lru_amortized_budget_us=20")),
     ]
 
@@ -134,8 +146,7 @@ def test_cpu_cost_drives_every_side_in_both_conditions_and_prints_their_ratios(
     assert all(float(l.split()[-2]) > 0 for l in drives)
     for condition in lru_cpu.MEMORY:
         [row] = [l for l in out if l.strip().startswith(f"{condition} ") and "(6 runs)" in l]
-        for name in ("fork auto", "fork 20 us"):
-            # Six pairs are the fewest with an exact 95% signed-rank CI.
-            ratio, low, high = re.search(rf"{name} [\d.]+ x[\d.]+ \[.*?\], paired x{NUMBER} "
-                                         rf"\[{NUMBER}, {NUMBER}\]", row).groups()
-            assert 0 < float(low) <= float(ratio) <= float(high)
+        # Six pairs are the fewest with an exact 95% signed-rank CI.
+        ratio, low, high = re.search(rf"fork 20 us [\d.]+ x[\d.]+ \[.*?\], paired x{NUMBER} "
+                                     rf"\[{NUMBER}, {NUMBER}\]", row).groups()
+        assert 0 < float(low) <= float(ratio) <= float(high)

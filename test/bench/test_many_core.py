@@ -96,7 +96,7 @@ def test_memcached_levels_cross_placement_and_lru(smoke: Path) -> None:
     assert "worker_cpus=" in args["both+no_lru_maintainer"] and "pin_helpers=" in args["both+no_lru_maintainer"]
     assert "no_lru_maintainer" in args["both+no_lru_maintainer"]
     assert args["float+lru-stock"] == ""
-    assert "lru_amortized_budget_us=auto" in args["pin_helpers+amortized-auto"]
+    assert "lru_amortized_budget_us=10" in args["pin_helpers+amortized-10us"]
 
 
 def test_httpd_levels_turn_pinning_off_and_on(smoke: Path) -> None:
