@@ -42,8 +42,12 @@ LRU_OPTIONS = (
     LruOption("stock", "stock", "stock memcached as it runs: the baseline"),
     LruOption("stock-no_lru_maintainer", "stock", "stock memcached -o no_lru_maintainer: no maintainer "
               "thread, a flat LRU (compare the hit ratio)", server_option="no_lru_maintainer"),
+    # Beside a busy process on the workers' core a SCHED_IDLE maintainer
+    # hardly runs: sets failed "out of memory" and the p99 neared a second
+    # (bench/results/2026-12-03-lru-one-budget.md, section 2).
     LruOption("stock-lrumaint-idle", "stock", "stock memcached, its maintainer at SCHED_IDLE: chrt --idle "
-              f"-p 0 on the {LRU_MAINTAINER_THREAD} thread's id", maintainer_policy="idle"),
+              f"-p 0 on the {LRU_MAINTAINER_THREAD} thread's id; not where another busy process may share "
+              "the workers' core: the thread then starves and sets fail", maintainer_policy="idle"),
     LruOption("stock-lrumaint-nice19", "stock", "stock memcached, its maintainer at nice 19: renice -n 19 "
               f"on the {LRU_MAINTAINER_THREAD} thread's id", maintainer_policy="nice19"),
     LruOption("fork", "fork", "the fork with no option: the control for the fork itself"),
