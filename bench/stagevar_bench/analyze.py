@@ -48,6 +48,7 @@ def run_summary(run: dict[str, Any], conf: float) -> dict[str, Any]:
         "loadavg": [(run.get("loadavg_before") or [None])[0], (run.get("loadavg_after") or [None])[0]],
         "worker_sched": run.get("worker_sched"),
         "outside_cores": run.get("outside_cores"),
+        "host_steal_s": run.get("host_steal_s"),
         "lru_amortized": run.get("lru_amortized"),
         "capacity": capacity(run),
         "hit_ratio": hit_ratio(run),
@@ -154,6 +155,7 @@ def analyze_experiment(exp: dict[str, Any], conf: float = 0.95, reps: int = 5000
         cell["loadavg_max"] = max((x for s in runs for x in s["loadavg"] if x is not None), default=None)
         cell["worker_sched"] = sched_summary(runs)
         cell["outside_cores"] = median_of(runs, "outside_cores")
+        cell["host_steal_s"] = median_of(runs, "host_steal_s")
         caps = [s["capacity"] for s in runs if s.get("capacity")]
         cell["capacity"] = float(np.median(caps)) if caps else None
         cell["hit_ratio"] = median_of(runs, "hit_ratio")

@@ -279,11 +279,13 @@ def run_one(design: Design, level: Level, load: float, arrival: str, rep: int, s
                 record["loadgen_cmd"] = cmd
                 limit = design.warmup_s + design.duration_s + 60
                 with CpuHog(cpus or "0", design.hog, limit, design.hog_group) as hog:
+                    steal0 = run_steal_s(cpus, design.client_cpus)
                     cpu0, busy0, t0 = machine.tree_cpu_s(pid), cores_busy_s(cpus), time.monotonic()
                     thr0 = machine.thread_cpu_s(pid) if design.server == "memcached" else {}
                     sched0 = worker_sched(design, pid)
                     out = subprocess.run(cmd, capture_output=True, text=True, timeout=limit)
                     cpu1, busy1, t1 = machine.tree_cpu_s(pid), cores_busy_s(cpus), time.monotonic()
+                    record["host_steal_s"] = run_steal_s(cpus, design.client_cpus) - steal0
                     thr1 = machine.thread_cpu_s(pid) if design.server == "memcached" else {}
                 if design.hog:
                     record["hog"] = hog.describe()
@@ -323,6 +325,15 @@ WORKER_THREAD = {"memcached": "mc-worker"}
 def cores_busy_s(cpus: str | None) -> float:
     """What machine.cpu_busy_s says of a pinned server's CPUs (0 unpinned)."""
     return machine.cpu_busy_s(machine.parse_cpu_list(cpus)) if cpus else 0.0
+
+
+def run_steal_s(server_cpus: str | None, client_cpus: str | None) -> float:
+    """What machine.cpu_steal_s says of the CPUs a run uses, the server's
+    and loadgen's (a stall of either delays what loadgen measures); of
+    every CPU if either is unpinned."""
+    if not (server_cpus and client_cpus):
+        return machine.cpu_steal_s(list(machine.cpu_stat_ticks()))
+    return machine.cpu_steal_s(sorted({*machine.parse_cpu_list(server_cpus), *machine.parse_cpu_list(client_cpus)}))
 
 
 def worker_sched(design: Design, pid: int) -> ThreadSched:

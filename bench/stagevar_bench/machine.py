@@ -220,12 +220,28 @@ def cpu_busy_s(cpus: list[int]) -> float:
 
 def cpu_busy_by_cpu() -> dict[int, float]:
     """{cpu: seconds it spent running tasks}, as cpu_busy_s counts them."""
-    out: dict[int, float] = {}
+    return {cpu: (t[0] + t[1] + t[2]) / CLK_TCK for cpu, t in cpu_stat_ticks().items()}
+
+
+STAT_STEAL = 7      # user nice system idle iowait irq softirq steal ... (proc(5))
+
+
+def cpu_steal_s(cpus: list[int]) -> float:
+    """Seconds the hypervisor ran something else while the given CPUs had
+    work (/proc/stat's steal, summed): time a server pinned there waited
+    for a CPU the VM could not see. The kernel keeps it in ns and shows
+    it in 10-ms ticks, so a difference is good to a tick."""
+    ticks = cpu_stat_ticks()
+    return sum(ticks[c][STAT_STEAL] for c in cpus if c in ticks) / CLK_TCK
+
+
+def cpu_stat_ticks() -> dict[int, list[int]]:
+    """{cpu: its /proc/stat times in clock ticks, in proc(5)'s order}."""
+    out: dict[int, list[int]] = {}
     for line in Path("/proc/stat").read_text().splitlines():
         fields = line.split()
         if fields and fields[0].startswith("cpu") and fields[0][3:].isdigit():
-            user, nice, system = (int(x) for x in fields[1:4])
-            out[int(fields[0][3:])] = (user + nice + system) / CLK_TCK
+            out[int(fields[0][3:])] = [int(x) for x in fields[1:]]
     return out
 
 

@@ -77,7 +77,8 @@ def test_each_pair_gets_its_own_ratios_and_verdict(capsys: pytest.CaptureFixture
 
 def test_the_mechanism_shows_the_knobs_slices_only_where_it_ran() -> None:
     """Medians over runs of what `stats lru_amortized` still counts; a
-    level without the knob has no such stats and shows none."""
+    level without the knob has no such stats and shows none; the host's
+    steal shows where the runs recorded it."""
     demo = demo_module()
     assert demo.KNOB == KNOB
     cell = {"worker_sched": {"wait_share": 0.02}, "outside_cores": 0.1}
@@ -89,3 +90,5 @@ def test_the_mechanism_shows_the_knobs_slices_only_where_it_ran() -> None:
                                           "600 us in slices")
     assert demo.mechanism(cell, [{}, {}]) == ("worker waited for its core 2.0% of its runnable time; other "
                                               "tasks took 0.10 cores of it")
+    stolen = cell | {"host_steal_s": 0.03}
+    assert demo.mechanism(stolen, [{}]).endswith("took 0.10 cores of it; the host took 30 ms of the run's CPUs")

@@ -81,6 +81,18 @@ def test_cpu_busy_s_counts_what_runs_on_the_cpu() -> None:
     assert busy1 - busy0 >= (mine1 - mine0) - 2 / machine.CLK_TCK
 
 
+def test_cpu_steal_s_reads_the_steal_column_of_each_cpu() -> None:
+    """Steal is the hypervisor's: a test cannot make it, but it can check
+    the column read is /proc/stat's eighth, per CPU, and never runs back."""
+    cpus = sorted(machine.cpu_stat_ticks())
+    assert set(cpus) >= os.sched_getaffinity(0)
+    line = next(l for l in Path("/proc/stat").read_text().splitlines() if l.startswith(f"cpu{cpus[0]} "))
+    before = machine.cpu_steal_s([cpus[0]])
+    assert before >= int(line.split()[8]) / machine.CLK_TCK
+    assert machine.cpu_steal_s(cpus) >= before and machine.cpu_steal_s([]) == 0
+    assert machine.cpu_steal_s([cpus[-1] + 1]) == 0      # a CPU the machine lacks counts nothing
+
+
 def test_loadavg_text_is_the_three_load_averages() -> None:
     fields = machine.loadavg_text().split()
     assert len(fields) == 3

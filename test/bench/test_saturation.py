@@ -9,17 +9,17 @@ from typing import Any
 import pytest
 
 from stagevar_bench.experiment import Design, ExperimentError, Level
-from stagevar_bench.saturation import (CAPACITY_SUSTAINED, bounded_probe, find_capacity, rate_decided,
-                                       rate_sustained, search)
+from stagevar_bench.saturation import (CAPACITY_STEAL_VOID_S, CAPACITY_SUSTAINED, bounded_probe, find_capacity,
+                                       rate_decided, rate_held, rate_sustained, search)
 from stagevar_bench.servers import build_binary
 
 BOUND_NS = 20e6
 
 
 def record(achieved: float, p99_ns: float, error: str | None = None,
-           scheduled: float = 100000.0) -> dict[str, Any]:
+           scheduled: float = 100000.0, steal_s: float = 0.0) -> dict[str, Any]:
     """A run record as run_one writes it, cut to what a probe reads."""
-    return {"error": error, "loadavg_before": [0.5, 0.5, 0.5],
+    return {"error": error, "loadavg_before": [0.5, 0.5, 0.5], "host_steal_s": steal_s,
             "loadgen": {"rates": {"offered": 100000.0, "scheduled": scheduled, "achieved": achieved},
                         "latency_scheduled": {"p50": 30e3, "p99": p99_ns}}}
 
@@ -53,6 +53,31 @@ def test_a_rate_is_sustained_when_a_majority_of_its_replicates_held_it() -> None
     assert not rate_sustained([], 3)
 
 
+def test_a_replicate_the_host_stole_the_bound_from_is_void_and_runs_again() -> None:
+    rate = 1e5
+    assert not bounded_probe(record(rate, 1e6, steal_s=0.01), rate, BOUND_NS)["void"]
+    stolen = bounded_probe(record(rate, 40e6, steal_s=CAPACITY_STEAL_VOID_S), rate, BOUND_NS)
+    assert stolen["void"] and stolen["host_steal_s"] == CAPACITY_STEAL_VOID_S
+    held = bounded_probe(record(rate, 1e6), rate, BOUND_NS)
+    stalled = bounded_probe(record(rate, 40e6), rate, BOUND_NS)
+    asked: list[int] = []
+
+    def replicates(*probes: dict[str, Any]):
+        queue = list(probes)
+
+        def replicate(counted: int) -> dict[str, Any]:
+            asked.append(counted)
+            return queue.pop(0)
+        return replicate
+
+    # a void replicate neither holds nor fails the rate: the next one counts in its place
+    assert rate_held(replicates(stolen, held, stolen, held), 3, rate)
+    assert asked == [0, 0, 1, 1]
+    assert not rate_held(replicates(stalled, stolen, stalled), 3, rate)
+    with pytest.raises(ExperimentError, match=r"host took the run's CPUs .* in 3 probes at 100000 req/s, the last 20 ms"):
+        rate_held(replicates(stolen, held, stolen, stolen), 3, rate)
+
+
 def test_the_search_doubles_then_bisects_to_the_highest_rate_held() -> None:
     tried: list[float] = []
 
@@ -77,7 +102,8 @@ def test_find_capacity_refuses_a_rule_without_replicates_or_bound() -> None:
 def test_find_capacity_replicates_each_rate_on_a_real_server() -> None:
     """Light rates a busy machine holds: each rate the search passed was
     probed the stated number of times, each a sustained replicate. The
-    bound is wide (1 s) so that the test asserts the rule, not the host."""
+    bounds are wide (a p99 of 1 s, steal of 10 s) so that the test asserts
+    the rule, not the host."""
     stock = Level("stock", "stock")
     if not build_binary("stock", "memcached").exists():
         pytest.skip(f"{build_binary('stock', 'memcached')} is not built (run make)")
@@ -85,10 +111,11 @@ def test_find_capacity_replicates_each_rate_on_a_real_server() -> None:
                     server_args=["-t", "1"], duration_s=0.5, warmup_s=0.2)
     lines: list[str] = []
     found = find_capacity(design, stock, start=2000, bisections=0, max_rate=8000, progress=lines.append,
-                          replicates=2, p99_bound_ns=1e9)
+                          replicates=2, p99_bound_ns=1e9, steal_void_s=10)
     assert (found["rate"], found["upper_bound"]) == (4000, 8000)
     assert [p["rate"] for p in found["probes"]] == [2000, 2000, 4000, 4000]
     assert all(p["sustained"] and p["achieved"] > 0 for p in found["probes"])
-    assert "a majority of 2 replicates" in found["criterion"]
+    assert all(0 <= p["host_steal_s"] < 10 and not p["void"] for p in found["probes"])
+    assert "a majority of 2 replicates" in found["criterion"] and "10000 ms or more" in found["criterion"]
     assert len(lines) == 4 and "replicate 2/2" in lines[-1]
 
