@@ -75,6 +75,24 @@ def test_each_pair_gets_its_own_ratios_and_verdict(capsys: pytest.CaptureFixture
     assert ratio and 0.4 < float(ratio.group(1)) < 0.6, out
 
 
+def test_the_answer_is_the_simplest_option_nothing_beats(capsys: pytest.CaptureFixture[str]) -> None:
+    """The knob ties no_lru_maintainer and both beat stock: stock's own
+    flag is the answer, the knob and stock are named as not chosen."""
+    demo = demo_module()
+    rng = np.random.default_rng(7)
+    scales = {"stock": 200_000.0, demo.NO_LRU_MAINTAINER: 100_000.0, KNOB: 100_000.0}
+    runs = [run(knob, rep, scale, rng) for knob, scale in scales.items() for rep in range(8)]
+    design = {"name": "demo-compare", "server": "memcached", "loads": [1000.0], "arrivals": ["exp"],
+              "levels": [{"name": name, "variant": "fork" if name == KNOB else "stock"} for name in scales]}
+    exp = analyze({"experiments": [{"design": design, "runs": runs}]}, with_qr=False, with_ideal=False,
+                  reps=500)["experiments"][0]
+    assert demo.print_answer(exp) == 0
+    out = capsys.readouterr().out
+    assert f"== 4. answer: run {demo.NO_LRU_MAINTAINER}\n" in out, out
+    assert "not stock: its p90 is resolved above" in out, out
+    assert f"{KNOB} is not resolved apart from it" in out, out
+
+
 def test_the_mechanism_shows_the_knobs_slices_only_where_it_ran() -> None:
     """Medians over runs of what `stats lru_amortized` still counts; a
     level without the knob has no such stats and shows none; the host's
