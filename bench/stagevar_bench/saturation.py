@@ -175,9 +175,9 @@ def rate_held(replicate: Callable[[int], dict[str, Any]], replicates: int, rate:
             continue
         voids += 1
         if voids == replicates:
-            raise ExperimentError(f"the host took the run's CPUs (steal) for the void line or more in {voids} "
-                                  f"probes at {rate:.0f} req/s, the last {probe['host_steal_s'] * 1e3:.0f} ms: "
-                                  "the capacity would be the host's, not the server's")
+            raise ExperimentError(f"{voids} probes at {rate:.0f} req/s failed while the hypervisor took their "
+                                  f"CPUs (steal; the last {probe['host_steal_s'] * 1e3:.0f} ms): the capacity "
+                                  "would be the host's, not the server's")
     return rate_sustained(held, replicates)
 
 
