@@ -251,6 +251,13 @@ def advise_experiment(exp: Mapping[str, Any], metric: str = "p90") -> list[Answe
 
 # ------------------------------------------------------------ text
 
+def notes(a: Answer) -> list[str]:
+    """The options left out and why, what the answer could not weigh,
+    and its cautions: one line each."""
+    return [*(f"not {o.name}: {o.left_out}" for o in a.options if o.left_out),
+            *(f"missing: {m}" for m in a.missing), *(f"caution: {c}" for c in a.cautions)]
+
+
 def text(answers: list[Answer]) -> str:
     lines: list[str] = []
     for a in answers:
@@ -264,13 +271,7 @@ def text(answers: list[Answer]) -> str:
             hit = "-" if o.hit_ratio is None else f"{o.hit_ratio:.3f}"
             vs = "baseline" if o.name == a.baseline else (o.vs_baseline.text() if o.vs_baseline else "-")
             lines.append(f"  {o.name:<34}{o.runs:>5}{o.median_ns / 1e3:>12.1f}{hit:>11}{o.loss:>8.2%}  {vs}")
-        for o in a.options:
-            if o.left_out:
-                lines.append(f"  not {o.name}: {o.left_out}")
-        for m in a.missing:
-            lines.append(f"  missing: {m}")
-        for c in a.cautions:
-            lines.append(f"  caution: {c}")
+        lines += [f"  {note}" for note in notes(a)]
         lines.append("")
     return "\n".join(lines)
 

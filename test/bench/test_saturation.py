@@ -76,7 +76,8 @@ def test_a_failed_replicate_the_host_stole_from_is_void_and_runs_again() -> None
     assert rate_held(replicates(stolen, held, stolen, held), 3, rate)
     assert asked == [0, 0, 1, 1]
     assert not rate_held(replicates(stalled, stolen, stalled), 3, rate)
-    with pytest.raises(ExperimentError, match=r"3 probes at 100000 req/s failed while the hypervisor took their CPUs \(steal; the last 100 ms\)"):
+    refusal = r"3 probes at 100000 req/s failed while the hypervisor took their CPUs \(steal; the last 100 ms\)"
+    with pytest.raises(ExperimentError, match=refusal):
         rate_held(replicates(stolen, held, stolen, stolen), 3, rate)
 
 
