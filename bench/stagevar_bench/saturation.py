@@ -18,16 +18,20 @@ shared machine a stall of another tenant can hold back a short window.
 find_capacity (the demo): the bounded-latency capacity (issue 45). A
 replicate (a fresh server) holds a rate when it answered at least
 CAPACITY_SUSTAINED of the requests sent in its window and kept its p99
-under a stated bound; a rate is sustained when a MAJORITY of its
-replicates held it. One probe's luck cannot raise the answer, and one
-probe's stall cannot lower it: under the earlier every-replicate rule one
-replicate's 35-ms stall made three quiet runs find 550k, 800k and 550k
-(bench/results/2026-12-02-demo.md, sections 4 and 5). Nor can the
-hypervisor: a replicate that failed while it took 100 ms of the
-run's CPUs is void and runs again (rule 4).
+under a stated bound; a replicate that failed while the hypervisor took
+100 ms of the run's CPUs is void and runs again (rule 4). Doubling,
+each rate judged by a MAJORITY of its replicates, brackets the knee;
+then every rate of a grid inside the bracket gets the same replicates,
+in interleaved rounds, and the capacity is the highest rate whose held
+share, fitted non-increasing in the rate, is over half (rule 5). Near
+the knee a replicate holds or fails by chance: a bisection settled by
+two or three probes a step let the first unlucky pair decide, and six
+quiet runs found 450k to 650k (bench/results/2026-12-04-demo-curve.md).
 """
 from __future__ import annotations
 
+import random
+from collections import Counter
 from contextlib import ExitStack
 from dataclasses import replace
 from typing import Any, Callable
@@ -70,6 +74,11 @@ CAPACITY_SUSTAINED = 0.99
 # replicates (so it costs at most twice its probes) stops the search:
 # the host is not quiet enough to measure on.
 CAPACITY_STEAL_VOID_S = 0.100
+# Rule 5 (bench/results/2026-12-04-demo-curve.md): the grid divides the
+# bracket into 8, the resolution of rule 4's three bisections; the
+# rounds' order is shuffled from a fixed seed, so a run can be replayed.
+CAPACITY_GRID_STEPS = 8
+CAPACITY_ORDER_SEED = 45
 
 
 def probe_summary(rec: dict[str, Any], rate: float, base_p50_ns: float | None) -> dict[str, Any]:
@@ -162,27 +171,37 @@ def probe_outcome(probe: dict[str, Any]) -> str:
     return line + ("" if probe["sustained"] else " (not sustained)")
 
 
-def rate_held(replicate: Callable[[int], dict[str, Any]], replicates: int, rate: float) -> bool:
-    """Run `replicate(n)` (n: the replicates counted so far) until the
-    rule is settled, a void one again; raises ExperimentError once the
-    rate has been void as many times as it has replicates."""
-    held: list[dict[str, Any]] = []
-    voids = 0
-    while not rate_decided(held, replicates):
-        probe = replicate(len(held))
+def counted(replicate: Callable[[], dict[str, Any]], rate: float, voids: Counter[float],
+            limit: int) -> dict[str, Any]:
+    """Run `replicate()` until one is not void and return it; raises
+    ExperimentError once `rate` has been void `limit` times (`voids`
+    counts them across calls)."""
+    while True:
+        probe = replicate()
         if not probe.get("void"):
-            held.append(probe)
-            continue
-        voids += 1
-        if voids == replicates:
-            raise ExperimentError(f"{voids} probes at {rate:.0f} req/s failed while the hypervisor took their "
-                                  f"CPUs (steal; the last {probe['host_steal_s'] * 1e3:.0f} ms): the capacity "
-                                  "would be the host's, not the server's")
-    return rate_sustained(held, replicates)
+            return probe
+        voids[rate] += 1
+        if voids[rate] >= limit:
+            raise ExperimentError(f"{voids[rate]} probes at {rate:.0f} req/s failed while the hypervisor took "
+                                  f"their CPUs (steal; the last {probe['host_steal_s'] * 1e3:.0f} ms): the "
+                                  "capacity would be the host's, not the server's")
+
+
+def rate_held(replicate: Callable[[int], dict[str, Any]], replicates: int, rate: float,
+              voids: Counter[float] | None = None) -> list[dict[str, Any]]:
+    """Run `replicate(n)` (n: the replicates counted so far) until the
+    majority is settled, a void one again; the counted replicates.
+    Raises ExperimentError once the rate has been void as many times as
+    it has replicates."""
+    voids = Counter() if voids is None else voids
+    held: list[dict[str, Any]] = []
+    while not rate_decided(held, replicates):
+        held.append(counted(lambda: replicate(len(held)), rate, voids, replicates))
+    return held
 
 
 def rate_sustained(replicates: list[dict[str, Any]], wanted: int) -> bool:
-    """The capacity rule: more than half of `wanted` replicates held."""
+    """The bracket's rule: more than half of `wanted` replicates held."""
     return 2 * sum(bool(r["sustained"]) for r in replicates) > wanted
 
 
@@ -193,22 +212,78 @@ def rate_decided(replicates: list[dict[str, Any]], wanted: int) -> bool:
     return 2 * held > wanted or 2 * (len(replicates) - held) >= wanted
 
 
-def find_capacity(design: Design, level: Level, start: float, bisections: int, max_rate: float,
+def grid_rates(low: float, high: float, steps: int) -> list[float]:
+    """The rates strictly between `low` and `high` that divide it into
+    `steps` equal parts."""
+    return [low + i * (high - low) / steps for i in range(1, steps)]
+
+
+def interleaved(rates: list[float], rounds: int, seed: int) -> list[tuple[float, int]]:
+    """(rate, round) for `rounds` rounds, each visiting every rate once in
+    an order of its own, shuffled from `seed`."""
+    rng = random.Random(seed)
+    order: list[tuple[float, int]] = []
+    for n in range(rounds):
+        visit = list(rates)
+        rng.shuffle(visit)
+        order += [(rate, n) for rate in visit]
+    return order
+
+
+def held_share_fit(counts: list[tuple[int, int]]) -> list[float]:
+    """The held shares of rates in ascending order, (held, replicates)
+    each, fitted non-increasing: adjacent rates whose shares rise are
+    pooled (weighted by replicates) until none do."""
+    blocks: list[list[int]] = []   # [held, replicates, rates pooled]
+    for held, total in counts:
+        blocks.append([held, total, 1])
+        while len(blocks) > 1 and blocks[-2][0] * blocks[-1][1] < blocks[-1][0] * blocks[-2][1]:
+            last = blocks.pop()
+            blocks[-1] = [a + b for a, b in zip(blocks[-1], last)]
+    return [held / total for held, total, width in blocks for _ in range(width)]
+
+
+def capacity_on_curve(probes: list[dict[str, Any]]) -> tuple[float, float, list[dict[str, Any]]]:
+    """The highest rate whose fitted held share is over half, the next
+    rate probed above it (the first not; the capacity itself if none),
+    and each rate's share: from the counted (not void) `probes`."""
+    tally: dict[float, list[int]] = {}
+    for p in probes:
+        if not p.get("void"):
+            held_total = tally.setdefault(p["rate"], [0, 0])
+            held_total[0] += bool(p["sustained"])
+            held_total[1] += 1
+    rates = sorted(tally)
+    fit = held_share_fit([(tally[r][0], tally[r][1]) for r in rates])
+    shares = [{"rate": r, "held": tally[r][0], "replicates": tally[r][1], "fit": f} for r, f in zip(rates, fit)]
+    held = [i for i, f in enumerate(fit) if 2 * f > 1]
+    if not held:
+        return 0.0, rates[0] if rates else 0.0, shares
+    top = held[-1]
+    return rates[top], rates[top + 1] if top + 1 < len(rates) else rates[top], shares
+
+
+def find_capacity(design: Design, level: Level, start: float, steps: int, max_rate: float,
                   progress: Progress, replicates: int = CAPACITY_REPLICATES,
                   p99_bound_ns: float = CAPACITY_P99_BOUND_NS,
                   steal_void_s: float = CAPACITY_STEAL_VOID_S) -> dict[str, Any]:
-    """The highest rate of the doubling-then-bisecting search (search())
-    that `level` holds, with its p99 under `p99_bound_ns`, in a majority
-    of `replicates` probes; a failed one the host took `steal_void_s`
-    from runs again. A rate stops once its majority is settled. Raises
-    ExperimentError if no rate tried was sustained, or one was void as
-    often as it has replicates."""
-    if replicates < 1 or not p99_bound_ns > 0:
-        raise ExperimentError(f"capacity search: replicates must be >= 1 and the p99 bound > 0, "
-                              f"not {replicates} and {p99_bound_ns} ns")
+    """The bounded-latency capacity of `level` (rule 5): double from
+    `start` (up to `max_rate`) while a majority of `replicates` probes
+    hold the rate with their p99 under `p99_bound_ns`, then probe the
+    `steps - 1` rates inside the bracket `replicates` times each in
+    interleaved rounds; the capacity is the highest rate whose held
+    share, fitted non-increasing, is over half. A failed probe the host
+    took `steal_void_s` from runs again. Raises ExperimentError if the
+    start rate was not sustained, or a rate was void as often as it has
+    replicates."""
+    if replicates < 1 or steps < 1 or not p99_bound_ns > 0 or not 0 < start < max_rate:
+        raise ExperimentError(f"capacity search: replicates and steps must be >= 1, the p99 bound > 0 and "
+                              f"the start rate between 0 and the highest, not {replicates}, {steps}, "
+                              f"{p99_bound_ns} ns and {start} of {max_rate} req/s")
     design = replace(design, arrivals=design.arrivals[:1])
     design.validate()
     probes: list[dict[str, Any]] = []
+    voids: Counter[float] = Counter()
     with ExitStack() as stack:
         target = target_for(design, stack)
 
@@ -220,14 +295,23 @@ def find_capacity(design: Design, level: Level, start: float, bisections: int, m
             return probes[-1]
 
         def sustains(rate: float) -> bool:
-            return rate_held(lambda rep: replicate(rate, rep), replicates, rate)
+            return rate_sustained(rate_held(lambda rep: replicate(rate, rep), replicates, rate, voids), replicates)
 
-        low, high = search(sustains, start, bisections, max_rate)
-    criterion = (f"in a majority of {replicates} replicates, replies >= {CAPACITY_SUSTAINED:g} x requests sent "
-                 f"and p99 <= {p99_bound_ns / 1e6:g} ms; a failed one the host took {steal_void_s * 1e3:g} ms "
-                 "or more from is void and runs again")
-    if low == 0:
-        raise ExperimentError(f"no rate down to {high:.0f} req/s was sustained ({criterion})")
-    return {"rate": low, "upper_bound": high, "criterion": criterion, "level": level.name,
-            "replicates": replicates, "p99_bound_ns": p99_bound_ns, "steal_void_s": steal_void_s,
-            "duration_s": design.duration_s, "probes": probes}
+        low, high = search(sustains, start, 0, max_rate)
+        if low == 0:
+            raise ExperimentError(f"{start:.0f} req/s, the search's start, was not sustained by a majority of "
+                                  f"{replicates} replicates (replies >= {CAPACITY_SUSTAINED:g} x requests sent "
+                                  f"and p99 <= {p99_bound_ns / 1e6:g} ms)")
+        for rate, rep in interleaved(grid_rates(low, high, steps), replicates, CAPACITY_ORDER_SEED):
+            counted(lambda: replicate(rate, rep), rate, voids, replicates)
+    capacity, first_not, shares = capacity_on_curve(probes)
+    if first_not == capacity:   # every grid rate held: the bracket's top was not probed (max_rate)
+        first_not = high
+    criterion = (f"the highest rate more than half of whose replicates held, fitted non-increasing over "
+                 f"{steps - 1} rates between {low:.0f} and {high:.0f} req/s at {replicates} replicates each; "
+                 f"a replicate holds with replies >= {CAPACITY_SUSTAINED:g} x requests sent and p99 <= "
+                 f"{p99_bound_ns / 1e6:g} ms, and one that failed while the host took {steal_void_s * 1e3:g} ms "
+                 "or more is void and runs again")
+    return {"rate": capacity, "upper_bound": first_not, "criterion": criterion, "level": level.name,
+            "replicates": replicates, "steps": steps, "p99_bound_ns": p99_bound_ns,
+            "steal_void_s": steal_void_s, "shares": shares, "duration_s": design.duration_s, "probes": probes}
