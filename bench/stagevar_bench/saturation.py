@@ -50,15 +50,15 @@ MEDIAN_GROWTH = 10.0
 #   excess rate for the whole 1.5 s, so a rate 2% over a 300k capacity
 #   already has a p99 past 20 ms (seen: 22 ms to 2 s). A 20 ms bound is
 #   twice the worst stall seen and costs about 2% of resolution, finer
-#   than the bisection's last step.
+#   than the grid's step (an eighth of the bracket's low end, 12.5%).
 # - replies: held rates came back at 0.997-1.003 of offered, the probes
 #   that fell behind at 0.985 or less (or at 1.000 with a p99 of 29 ms),
 #   so 0.99 of what was sent splits them.
 # - three replicates, the fewest whose majority no single probe decides:
 #   near the knee one probe in three looked held (350k: p99 4.7 ms beside
 #   29 ms and 2.3 s), and a held rate had one replicate stalled past the
-#   bound (600k: 35 ms beside 0.5-8 ms); three cost 9 s a rate at most,
-#   which keeps the search within about a minute.
+#   bound (600k: 35 ms beside 0.5-8 ms); with rule 5's grid a search is
+#   27-28 probes (the demo's, of 3 s: about 2.5 minutes, 2026-12-04).
 CAPACITY_REPLICATES = 3
 CAPACITY_P99_BOUND_NS = 20e6
 CAPACITY_SUSTAINED = 0.99
