@@ -243,10 +243,10 @@ def held_share_fit(counts: list[tuple[int, int]]) -> list[float]:
     return [held / total for held, total, width in blocks for _ in range(width)]
 
 
-def capacity_on_curve(probes: list[dict[str, Any]]) -> tuple[float, float, list[dict[str, Any]]]:
+def capacity_on_curve(probes: list[dict[str, Any]], ceiling: float) -> tuple[float, float, list[dict[str, Any]]]:
     """The highest rate whose fitted held share is over half, the next
-    rate probed above it (the first not; the capacity itself if none),
-    and each rate's share: from the counted (not void) `probes`."""
+    rate probed above it (the first not; `ceiling`, the bracket's top,
+    if none), and each rate's share: from the counted (not void) `probes`."""
     tally: dict[float, list[int]] = {}
     for p in probes:
         if not p.get("void"):
@@ -258,9 +258,9 @@ def capacity_on_curve(probes: list[dict[str, Any]]) -> tuple[float, float, list[
     shares = [{"rate": r, "held": tally[r][0], "replicates": tally[r][1], "fit": f} for r, f in zip(rates, fit)]
     held = [i for i, f in enumerate(fit) if 2 * f > 1]
     if not held:
-        return 0.0, rates[0] if rates else 0.0, shares
+        return 0.0, rates[0] if rates else ceiling, shares
     top = held[-1]
-    return rates[top], rates[top + 1] if top + 1 < len(rates) else rates[top], shares
+    return rates[top], rates[top + 1] if top + 1 < len(rates) else ceiling, shares
 
 
 def find_capacity(design: Design, level: Level, start: float, steps: int, max_rate: float,
@@ -304,9 +304,7 @@ def find_capacity(design: Design, level: Level, start: float, steps: int, max_ra
                                   f"and p99 <= {p99_bound_ns / 1e6:g} ms)")
         for rate, rep in interleaved(grid_rates(low, high, steps), replicates, CAPACITY_ORDER_SEED):
             counted(lambda: replicate(rate, rep), rate, voids, replicates)
-    capacity, first_not, shares = capacity_on_curve(probes)
-    if first_not == capacity:   # every grid rate held: the bracket's top was not probed (max_rate)
-        first_not = high
+    capacity, first_not, shares = capacity_on_curve(probes, high)
     criterion = (f"the highest rate more than half of whose replicates held, fitted non-increasing over "
                  f"{steps - 1} rates between {low:.0f} and {high:.0f} req/s at {replicates} replicates each; "
                  f"a replicate holds with replies >= {CAPACITY_SUSTAINED:g} x requests sent and p99 <= "

@@ -126,17 +126,18 @@ def test_the_capacity_is_the_highest_rate_held_by_more_than_half_on_the_fit() ->
     bracket = [probe(400000, True), probe(400000, True), probe(800000, False), probe(800000, False)]
     grid = {450000: 3, 500000: 1, 550000: 3, 600000: 2, 650000: 1, 700000: 0, 750000: 1}
     probes = bracket + [probe(rate, n < held) for rate, held in grid.items() for n in range(3)]
-    capacity, first_not, shares = capacity_on_curve(probes)
+    capacity, first_not, shares = capacity_on_curve(probes, 800000)
     # one unlucky 500k (1 of 3) does not cap it: pooled with 550k it is 4 of 6
     assert (capacity, first_not) == (600000, 650000)
     assert [(s["rate"], s["held"], s["replicates"]) for s in shares][:3] == [(400000, 2, 2), (450000, 3, 3),
                                                                               (500000, 1, 3)]
     assert shares[2]["fit"] == shares[3]["fit"] == 4 / 6
     # exactly half is not more than half
-    assert capacity_on_curve([probe(1000, True), probe(2000, True), probe(2000, False)])[:2] == (1000, 2000)
-    # void probes do not count either way
-    assert capacity_on_curve([probe(1000, True), probe(2000, False, void=True)])[:2] == (1000, 1000)
-    assert capacity_on_curve([probe(1000, False)])[:2] == (0, 1000)
+    assert capacity_on_curve([probe(1000, True), probe(2000, True), probe(2000, False)], 4000)[:2] == (1000, 2000)
+    # void probes do not count either way; with nothing counted above, the first not is the ceiling
+    assert capacity_on_curve([probe(1000, True), probe(2000, False, void=True)], 2000)[:2] == (1000, 2000)
+    assert capacity_on_curve([probe(1000, False)], 2000)[:2] == (0, 1000)
+    assert capacity_on_curve([], 2000)[:2] == (0, 2000)
 
 
 def test_find_capacity_refuses_a_rule_without_replicates_steps_or_bound() -> None:
