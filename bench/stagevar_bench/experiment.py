@@ -332,7 +332,7 @@ def run_steal_s(server_cpus: str | None, client_cpus: str | None) -> float:
     and loadgen's (a stall of either delays what loadgen measures); of
     every CPU if either is unpinned."""
     if not (server_cpus and client_cpus):
-        return machine.cpu_steal_s(list(machine.cpu_stat_ticks()))
+        return machine.cpu_steal_s()
     cpus = {*machine.parse_cpu_list(server_cpus), *machine.parse_cpu_list(client_cpus)}
     return machine.cpu_steal_s(sorted(cpus))
 

@@ -226,13 +226,14 @@ def cpu_busy_by_cpu() -> dict[int, float]:
 STAT_STEAL = 7      # user nice system idle iowait irq softirq steal ... (proc(5))
 
 
-def cpu_steal_s(cpus: list[int]) -> float:
-    """Seconds the hypervisor ran something else while the given CPUs had
-    work (/proc/stat's steal, summed): time a server pinned there waited
-    for a CPU the VM could not see. The kernel keeps it in ns and shows
-    it in 10-ms ticks, so a difference is good to a tick."""
+def cpu_steal_s(cpus: list[int] | None = None) -> float:
+    """Seconds the hypervisor ran something else while the given CPUs
+    (None: every CPU) had work (/proc/stat's steal, summed): time a server
+    pinned there waited for a CPU the VM could not see. The kernel keeps
+    it in ns and shows it in 10-ms ticks, so a difference is good to a
+    tick."""
     ticks = cpu_stat_ticks()
-    return sum(ticks[c][STAT_STEAL] for c in cpus if c in ticks) / CLK_TCK
+    return sum(t[STAT_STEAL] for c, t in ticks.items() if cpus is None or c in cpus) / CLK_TCK
 
 
 def cpu_stat_ticks() -> dict[int, list[int]]:

@@ -91,6 +91,7 @@ def test_cpu_steal_s_reads_the_steal_column_of_each_cpu() -> None:
     assert before >= int(line.split()[8]) / machine.CLK_TCK
     assert machine.cpu_steal_s(cpus) >= before and machine.cpu_steal_s([]) == 0
     assert machine.cpu_steal_s([cpus[-1] + 1]) == 0      # a CPU the machine lacks counts nothing
+    assert before <= machine.cpu_steal_s(cpus) <= machine.cpu_steal_s()   # None: every CPU, read last
 
 
 def test_loadavg_text_is_the_three_load_averages() -> None:
