@@ -54,6 +54,12 @@ LRU_OPTIONS = (
     LruOption("fork-budget", "fork", f"the fork, -o {LRU_KNOB}={LRU_BUDGET_DEFAULT_US}: its knob, a fixed "
               "budget of microseconds per slice",
               server_option=f"{LRU_KNOB}={{budget}}"),
+    # On a core of its own it matched no_lru_maintainer's p90 and kept
+    # the segmented LRU's hit ratio; beside a busy loop it lost to stock
+    # as the flag did (bench/results/2026-12-04-lru-hot0.md, -hot0-busy-loop.md).
+    LruOption("fork-hot0", "fork", "the fork, -o hot_lru_pct=0: the segmented LRU without HOT; a set "
+              "links its item into COLD, one LRU move fewer, and the maintainer thread stays",
+              server_option="hot_lru_pct=0"),
     LruOption("stock-helpers-spare", "stock", "stock memcached, then taskset -pc on each of its threads "
               "but the mc-worker ones, to {spare}", helpers_on_spare_core=True),
 )

@@ -244,11 +244,11 @@ def recommend(server: str, ranked: list[RankedStage], stages: Mapping[str, Mappi
 
 # What the profile asks to measure when the maintainer competes with the
 # workers: stock as it runs, stock's own remedies (no code), then the
-# fork's knob, its fixed budget. Stock's -o no_lru_maintainer matched the
-# knob's p90 in issue 45's runs; it gives up the segmented LRU, so its hit
-# ratio is weighed.
+# fork's options: the segmented LRU without HOT, and its knob, a fixed
+# budget. Stock's -o no_lru_maintainer matched the knob's p90 in issue
+# 45's runs; it gives up the segmented LRU, so its hit ratio is weighed.
 PROFILE_LRU_OPTIONS = ("stock", "stock-no_lru_maintainer", "stock-lrumaint-idle", "stock-helpers-spare",
-                       "fork-budget")
+                       "fork-hot0", "fork-budget")
 
 
 def lru_options(spare_cpus: str | None) -> tuple[Option, ...]:

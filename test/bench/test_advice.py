@@ -156,7 +156,8 @@ def test_a_busy_maintainer_names_the_options_to_measure_stock_first() -> None:
     assert advice.option == "-o lru_amortized_budget_us=10"     # the fixed budget, the fork's knob
     names = [o.name for o in advice.measure]
     assert names[0] == "stock" and names[1] == "stock-no_lru_maintainer"
-    assert all(not o.needs_fork for o in advice.measure[:-1]) and advice.measure[-1].needs_fork
+    assert [o.needs_fork for o in advice.measure] == [False] * 4 + [True] * 2
+    assert names[4:] == ["fork-hot0", "fork-budget"] and "hot_lru_pct=0" in advice.measure[4].how
     assert names[2] == "stock-lrumaint-idle" and "SCHED_IDLE" in advice.measure[2].how
     assert names[3] == "stock-helpers-spare" and "CPUs 0" in advice.measure[3].how
     text = "\n".join(advice_lines(asdict(advice), "", "recommendation"))

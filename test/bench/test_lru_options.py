@@ -26,6 +26,7 @@ def test_the_set_is_every_option_a_user_has_stock_first() -> None:
     assert levels["stock-lrumaint-nice19"].thread_sched == {"mc-lrumaint": "nice19"}
     assert (levels["fork"].variant, levels["fork"].server_args) == ("fork", [])
     assert levels["fork-budget"].server_args == ["-o", "lru_amortized_budget_us=10"]
+    assert (levels["fork-hot0"].variant, levels["fork-hot0"].server_args) == ("fork", ["-o", "hot_lru_pct=0"])
     assert levels["stock-helpers-spare"].helper_cpus == "3"
     stock_options = [l for l in levels.values() if l.variant == "stock" and l.name != "stock"]
     assert all(l.server_args or l.thread_sched or l.helper_cpus for l in stock_options)
@@ -33,7 +34,7 @@ def test_the_set_is_every_option_a_user_has_stock_first() -> None:
 
 def test_the_fork_levels_carry_the_budget_as_the_budget_sweeps_record_it() -> None:
     levels = by_name(lru_option_levels(25))
-    assert [levels[n].params["budget_us"] for n in ("fork", "fork-budget")] == [0, 25]
+    assert [levels[n].params["budget_us"] for n in ("fork", "fork-budget", "fork-hot0")] == [0, 25, 0]
     assert levels["fork-budget"].server_args == ["-o", "lru_amortized_budget_us=25"]
 
 
