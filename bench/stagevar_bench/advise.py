@@ -148,6 +148,20 @@ def hit_ratio_losers(hits: Mapping[str, list[float]], conf: float) -> dict[str, 
     return out
 
 
+def unresolved_hit_ratio_drops(hits: Mapping[str, list[float]], losers: Mapping[str, str]) -> list[str]:
+    """A line for each option whose median hit ratio is HIT_RATIO_POINTS
+    or more below the best but not resolved so (too few runs for a rank
+    CI): rule 1 cannot leave it out, and the reader must be told."""
+    if not hits:
+        return []
+    top = max(hits, key=lambda n: statistics.median(hits[n]))
+    best = statistics.median(hits[top])
+    return [f"runs enough to resolve {name}'s hit ratio ({statistics.median(v):.3f}) below {top}'s "
+            f"({best:.3f}): it is weighed as if it kept it"
+            for name, v in hits.items()
+            if name not in losers and best - statistics.median(v) >= HIT_RATIO_POINTS]
+
+
 def cell_hit_ratios(exp: Mapping[str, Any], names: list[str], load: float,
                     arrival: str) -> dict[str, list[float]]:
     """Each level's runs' hit ratios at one cell (empty where not kept)."""
@@ -187,6 +201,7 @@ def advise_cell(exp: Mapping[str, Any], load: float, arrival: str, metric: str) 
         missing.append(f"the hit ratio of {', '.join(without)} (no get_hits/get_misses in the runs' "
                        "server_stats): an option that loses hit ratio cannot be ruled out there")
     losers = hit_ratio_losers({n: v for n, v in hits.items() if v}, conf)
+    missing += unresolved_hit_ratio_drops({n: v for n, v in hits.items() if v}, losers)
     candidates = [n for n in names if n not in losers]
     beaten = resolved_lower(values, candidates, conf)
     free = [n for n in candidates if n not in beaten]

@@ -134,6 +134,18 @@ def test_what_is_missing_is_said() -> None:
     assert any("CI of fork-budget against stock" in m for m in a.missing)
 
 
+def test_a_hit_ratio_loss_too_few_runs_resolve_is_said() -> None:
+    """Two runs a level (W3 of bench/results/2026-12-04-lru-hot0.md): no
+    rank CI resolves the flat LRU's 0.31 below stock's 1.00, so rule 1
+    cannot leave it out; the answer says so. Half a point is not named."""
+    a, _ = answer({FLAT: [90, 91], STOCK: [100, 101]}, {STOCK: [1.0, 1.0], FLAT: [0.306, 0.307]})
+    assert a.run == FLAT
+    assert any(m.startswith("runs enough to resolve stock-no_lru_maintainer's hit ratio (0.306) "
+                            "below stock's (1.000)") for m in a.missing)
+    close, _ = answer({FLAT: [90, 91], STOCK: [100, 101]}, {STOCK: [1.0, 1.0], FLAT: [0.995, 0.995]})
+    assert not any("hit ratio" in m for m in close.missing)
+
+
 def test_bad_statistic_and_one_level_are_refused() -> None:
     _, exp = answer({STOCK: AROUND_100, FORK: AROUND_60})
     with pytest.raises(AdviseError, match="'p42'"):
