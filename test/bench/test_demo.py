@@ -19,7 +19,7 @@ import pytest
 from stagevar_bench.analyze import analyze
 
 DEMO = Path(__file__).resolve().parents[2] / "tools" / "demo"
-KNOB = "fork-budget"              # the LRU option set's name of the fixed budget
+KNOB = "fork-hot0"                # the LRU option set's name of -o hot_lru_pct=0
 
 
 def demo_module() -> ModuleType:
@@ -93,20 +93,21 @@ def test_the_answer_is_the_simplest_option_nothing_beats(capsys: pytest.CaptureF
     assert f"{KNOB} is not resolved apart from it" in out, out
 
 
-def test_the_mechanism_shows_the_knobs_slices_only_where_it_ran() -> None:
-    """Medians over runs of what `stats lru_amortized` still counts; a
-    level without the knob has no such stats and shows none; the host's
-    steal shows where the runs recorded it."""
+def test_the_mechanism_shows_the_moves_to_cold_an_eviction_where_the_runs_evicted() -> None:
+    """The median over runs of moves_to_cold / evictions: the flat LRU,
+    which does not count moves, shows 0; runs that evicted nothing, or
+    kept no stats, show none; the host's steal shows where the runs
+    recorded it."""
     demo = demo_module()
     assert demo.KNOB == KNOB
     cell = {"worker_sched": {"wait_share": 0.02}, "outside_cores": 0.1}
-    knob = [{"lru_amortized": {"lru_amortized_budget_us": 10, "slices": s, "slices_yielded": s // 10,
-                               "slices_lock_busy": 0, "items_moved": 5 * s, "time_us": 3 * s}}
-            for s in (100, 300, 200)]
-    assert demo.mechanism(cell, knob) == ("worker waited for its core 2.0% of its runnable time; other tasks "
-                                          "took 0.10 cores of it; 200 slices; 20 yielded to a request; "
-                                          "600 us in slices")
-    assert demo.mechanism(cell, [{}, {}]) == ("worker waited for its core 2.0% of its runnable time; other "
-                                              "tasks took 0.10 cores of it")
+    segmented = [{"server_stats": {"evictions": 1000, "moves_to_cold": m}} for m in (1060, 1040, 1100)]
+    assert demo.mechanism(cell, segmented) == ("worker waited for its core 2.0% of its runnable time; other "
+                                               "tasks took 0.10 cores of it; 1.06 moves to COLD an eviction")
+    flat = [{"server_stats": {"evictions": 1000}}]
+    assert demo.mechanism(cell, flat).endswith("; 0.00 moves to COLD an eviction")
+    none = [{}, {"server_stats": {"evictions": 0, "moves_to_cold": 5}}]
+    assert demo.mechanism(cell, none) == ("worker waited for its core 2.0% of its runnable time; other "
+                                          "tasks took 0.10 cores of it")
     stolen = cell | {"host_steal_s": 0.03}
     assert demo.mechanism(stolen, [{}]).endswith("took 0.10 cores of it; the host took 30 ms of the run's CPUs")
