@@ -50,6 +50,7 @@ def run_summary(run: dict[str, Any], conf: float) -> dict[str, Any]:
         "outside_cores": run.get("outside_cores"),
         "host_steal_s": run.get("host_steal_s"),
         "lru_amortized": run.get("lru_amortized"),
+        "moves_per_eviction": moves_per_eviction(run),
         "capacity": capacity(run),
         "hit_ratio": hit_ratio(run),
     }
@@ -67,6 +68,15 @@ def hit_ratio(run: dict[str, Any]) -> float | None:
     st = run.get("server_stats") or {}
     gets = st.get("get_hits", 0) + st.get("get_misses", 0)
     return st["get_hits"] / gets if gets else None
+
+
+def moves_per_eviction(run: dict[str, Any]) -> float | None:
+    """memcached's moves to COLD an eviction over the server's life (the
+    preload's too): about 1 where new items go through HOT, 0 where they
+    go straight into COLD (the flat LRU, which does not count moves, or
+    hot_lru_pct=0). None where the run evicted nothing."""
+    st = run.get("server_stats") or {}
+    return st.get("moves_to_cold", 0) / st["evictions"] if st.get("evictions") else None
 
 
 def capacity(run: dict[str, Any]) -> float | None:

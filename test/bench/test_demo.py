@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 import pytest
 
+from stagevar_bench import analyze as analyze_module
 from stagevar_bench.analyze import analyze
 
 DEMO = Path(__file__).resolve().parents[2] / "tools" / "demo"
@@ -94,19 +95,21 @@ def test_the_answer_is_the_simplest_option_nothing_beats(capsys: pytest.CaptureF
 
 
 def test_the_mechanism_shows_the_moves_to_cold_an_eviction_where_the_runs_evicted() -> None:
-    """The median over runs of moves_to_cold / evictions: the flat LRU,
-    which does not count moves, shows 0; runs that evicted nothing, or
-    kept no stats, show none; the host's steal shows where the runs
-    recorded it."""
+    """The median over the analysis's runs of moves_to_cold / evictions:
+    the flat LRU, which does not count moves, shows 0; runs that evicted
+    nothing, or kept no stats, show none; the host's steal shows where
+    the runs recorded it."""
     demo = demo_module()
     assert demo.KNOB == KNOB
     cell = {"worker_sched": {"wait_share": 0.02}, "outside_cores": 0.1}
-    segmented = [{"server_stats": {"evictions": 1000, "moves_to_cold": m}} for m in (1060, 1040, 1100)]
+
+    def summaries(*stats: dict) -> list[dict]:
+        return [{"moves_per_eviction": analyze_module.moves_per_eviction({"server_stats": s})} for s in stats]
+    segmented = summaries(*({"evictions": 1000, "moves_to_cold": m} for m in (1060, 1040, 1100)))
     assert demo.mechanism(cell, segmented) == ("worker waited for its core 2.0% of its runnable time; other "
                                                "tasks took 0.10 cores of it; 1.06 moves to COLD an eviction")
-    flat = [{"server_stats": {"evictions": 1000}}]
-    assert demo.mechanism(cell, flat).endswith("; 0.00 moves to COLD an eviction")
-    none = [{}, {"server_stats": {"evictions": 0, "moves_to_cold": 5}}]
+    assert demo.mechanism(cell, summaries({"evictions": 1000})).endswith("; 0.00 moves to COLD an eviction")
+    none = summaries({}, {"evictions": 0, "moves_to_cold": 5})
     assert demo.mechanism(cell, none) == ("worker waited for its core 2.0% of its runnable time; other "
                                           "tasks took 0.10 cores of it")
     stolen = cell | {"host_steal_s": 0.03}
