@@ -131,35 +131,29 @@ def simplicity(exp: Mapping[str, Any], name: str) -> tuple[bool, int]:
     return (variants.get(name, "fork") != "stock", exp["levels"].index(name))
 
 
-def hit_ratio_losers(hits: Mapping[str, list[float]], conf: float) -> dict[str, str]:
-    """{option: why} for the options whose hit ratio is resolved below the
-    highest median's by HIT_RATIO_POINTS or more."""
+def hit_ratio_drops(hits: Mapping[str, list[float]], conf: float) -> tuple[dict[str, str], list[str]]:
+    """The options whose median hit ratio is HIT_RATIO_POINTS or more below
+    the highest median's: ({option: why} for those whose runs resolve the
+    drop, rule 1's losers; a `missing` line for each of the others, too few
+    runs for a rank CI, which rule 1 cannot leave out and the reader must
+    be told of)."""
     if not hits:
-        return {}
+        return {}, []
     top = max(hits, key=lambda n: statistics.median(hits[n]))
     top_median = statistics.median(hits[top])
-    out = {}
+    losers, unresolved = {}, []
     for name, values in hits.items():
+        median = statistics.median(values)
+        if name == top or top_median - median < HIT_RATIO_POINTS:
+            continue
         c = compare(values, hits[top], top, conf)
-        drop = top_median - statistics.median(values)
-        if name != top and c is not None and c.lower and drop >= HIT_RATIO_POINTS:
-            out[name] = (f"hit ratio {statistics.median(values):.3f} against {top}'s {top_median:.3f} "
-                         f"(x{c.ratio:.4f} [{c.low:.4f}, {c.high:.4f}], p {c.p:.2g})")
-    return out
-
-
-def unresolved_hit_ratio_drops(hits: Mapping[str, list[float]], losers: Mapping[str, str]) -> list[str]:
-    """A line for each option whose median hit ratio is HIT_RATIO_POINTS
-    or more below the best but not resolved so (too few runs for a rank
-    CI): rule 1 cannot leave it out, and the reader must be told."""
-    if not hits:
-        return []
-    top = max(hits, key=lambda n: statistics.median(hits[n]))
-    best = statistics.median(hits[top])
-    return [f"runs enough to resolve {name}'s hit ratio ({statistics.median(v):.3f}) below {top}'s "
-            f"({best:.3f}): it is weighed as if it kept it"
-            for name, v in hits.items()
-            if name not in losers and best - statistics.median(v) >= HIT_RATIO_POINTS]
+        if c is not None and c.lower:
+            losers[name] = (f"hit ratio {median:.3f} against {top}'s {top_median:.3f} "
+                            f"(x{c.ratio:.4f} [{c.low:.4f}, {c.high:.4f}], p {c.p:.2g})")
+        else:
+            unresolved.append(f"runs enough to resolve {name}'s hit ratio ({median:.3f}) below {top}'s "
+                              f"({top_median:.3f}): it is weighed as if it kept it")
+    return losers, unresolved
 
 
 def cell_hit_ratios(exp: Mapping[str, Any], names: list[str], load: float,
@@ -200,8 +194,8 @@ def advise_cell(exp: Mapping[str, Any], load: float, arrival: str, metric: str) 
     if exp.get("server") == "memcached" and without:
         missing.append(f"the hit ratio of {', '.join(without)} (no get_hits/get_misses in the runs' "
                        "server_stats): an option that loses hit ratio cannot be ruled out there")
-    losers = hit_ratio_losers({n: v for n, v in hits.items() if v}, conf)
-    missing += unresolved_hit_ratio_drops({n: v for n, v in hits.items() if v}, losers)
+    losers, unresolved = hit_ratio_drops({n: v for n, v in hits.items() if v}, conf)
+    missing += unresolved
     candidates = [n for n in names if n not in losers]
     beaten = resolved_lower(values, candidates, conf)
     free = [n for n in candidates if n not in beaten]

@@ -16,8 +16,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from stagevar_bench import analyze as analyze_module
-from stagevar_bench.analyze import analyze
+from stagevar_bench.analyze import analyze, moves_per_eviction
 
 DEMO = Path(__file__).resolve().parents[2] / "tools" / "demo"
 KNOB = "fork-hot0"                # the LRU option set's name of -o hot_lru_pct=0
@@ -104,7 +103,7 @@ def test_the_mechanism_shows_the_moves_to_cold_an_eviction_where_the_runs_evicte
     cell = {"worker_sched": {"wait_share": 0.02}, "outside_cores": 0.1}
 
     def summaries(*stats: dict) -> list[dict]:
-        return [{"moves_per_eviction": analyze_module.moves_per_eviction({"server_stats": s})} for s in stats]
+        return [{"moves_per_eviction": moves_per_eviction({"server_stats": s})} for s in stats]
     segmented = summaries(*({"evictions": 1000, "moves_to_cold": m} for m in (1060, 1040, 1100)))
     assert demo.mechanism(cell, segmented) == ("worker waited for its core 2.0% of its runnable time; other "
                                                "tasks took 0.10 cores of it; 1.06 moves to COLD an eviction")
