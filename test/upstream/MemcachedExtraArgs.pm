@@ -9,7 +9,8 @@
 #
 # A server started without an LRU maintainer (no_lru_maintainer,
 # no_modern) refuses -o lru_amortized_budget_us, rightly: such servers
-# get the other extra options but not the budget. A proxy server does not
+# get the other extra options but not the budget. One with extstore
+# (ext_path) refuses -o hot_lru_pct=0, and so does not get it. A proxy server does not
 # get -o drop_privileges: upstream's seccomp filters do not cover the
 # proxy (reloading its Lua config calls newfstatat, and the filter kills
 # the server).
@@ -29,6 +30,7 @@ if ($extra =~ /\S/) {
         $args //= '';
         $mine =~ s/-o lru_amortized_budget_us=\S+//g
             if $args =~ /no_lru_maintainer|no_modern/;
+        $mine =~ s/-o hot_lru_pct=0\b//g if $args =~ /ext_path/;
         $mine =~ s/-o drop_privileges\b//g if $args =~ /proxy_config/;
         return $start->("$args $mine", @rest);
     };
