@@ -28,6 +28,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Callable
 
 SIDES = {"stock": ("build/stock/bin/memcached", []),
          "no_lru_maintainer": ("build/stock/bin/memcached", ["-o", "no_lru_maintainer"]),
@@ -99,7 +100,9 @@ def wait_for_port(port: int) -> None:
     raise RuntimeError(f"no server on port {port} after 10 s")
 
 
-def one(side: str, tmp: Path) -> dict[str, object]:
+def one(side: str, tmp: Path,
+        parse_events: Callable[[str], dict[str, object]] = parse) -> dict[str, object]:
+    """One run of `side`; `parse_events` reads its `perf script` text."""
     binary, extra = SIDES[side]
     user = ["-u", "root"] if os.geteuid() == 0 else []
     loop = subprocess.Popen(["taskset", "-c", "1", "python3", "-c", BUSY_LOOP])
@@ -125,7 +128,7 @@ def one(side: str, tmp: Path) -> dict[str, object]:
             p.kill()
             p.wait()
     return {"side": side, "mean_us": round(latency["mean"] / 1000, 1),
-            "p99_us": round(latency["p99"] / 1000, 1), **parse(text)}
+            "p99_us": round(latency["p99"] / 1000, 1), **parse_events(text)}
 
 
 def ensure_tracefs() -> None:
