@@ -15,9 +15,7 @@ figures as 2026-12-07-busy-loop-sched.py.
 from __future__ import annotations
 
 import importlib.util
-import json
 import sys
-import tempfile
 from pathlib import Path
 
 _spec = importlib.util.spec_from_file_location(
@@ -53,20 +51,5 @@ def parse(text: str) -> dict[str, object]:
             "preempted_wait_ended_by": ended_by}
 
 
-def main(argv: list[str]) -> int:
-    if len(argv) != 3 or not argv[1].isdigit():
-        print(f"usage: {argv[0]} ROUNDS OUT.jsonl", file=sys.stderr)
-        return 2
-    sched.ensure_tracefs()
-    sides = list(sched.SIDES)
-    with open(argv[2], "a") as out, tempfile.TemporaryDirectory() as tmp:
-        for r in range(int(argv[1])):
-            for side in sides[r % 3:] + sides[:r % 3]:
-                line = json.dumps({"round": r, **sched.one(side, Path(tmp), parse)})
-                print(line, flush=True)
-                out.write(line + "\n")
-    return 0
-
-
 if __name__ == "__main__":
-    sys.exit(main(sys.argv))
+    sys.exit(sched.run(sys.argv, parse))

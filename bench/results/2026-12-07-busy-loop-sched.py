@@ -136,7 +136,8 @@ def ensure_tracefs() -> None:
         subprocess.run(["mount", "-t", "tracefs", "nodev", "/sys/kernel/tracing"], check=True)
 
 
-def main(argv: list[str]) -> int:
+def run(argv: list[str], parse_events: Callable[[str], dict[str, object]] = parse) -> int:
+    """`SCRIPT ROUNDS OUT.jsonl`: the rounds, each run read by `parse_events`."""
     if len(argv) != 3 or not argv[1].isdigit():
         print(f"usage: {argv[0]} ROUNDS OUT.jsonl", file=sys.stderr)
         return 2
@@ -146,11 +147,11 @@ def main(argv: list[str]) -> int:
         for r in range(int(argv[1])):
             order = sides[r % 3:] + sides[:r % 3]
             for side in order:
-                line = json.dumps({"round": r, **one(side, Path(tmp))})
+                line = json.dumps({"round": r, **one(side, Path(tmp), parse_events)})
                 print(line, flush=True)
                 out.write(line + "\n")
     return 0
 
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv))
+    sys.exit(run(sys.argv))
