@@ -136,21 +136,28 @@ def ensure_tracefs() -> None:
         subprocess.run(["mount", "-t", "tracefs", "nodev", "/sys/kernel/tracing"], check=True)
 
 
-def run(argv: list[str], parse_events: Callable[[str], dict[str, object]] = parse) -> int:
-    """`SCRIPT ROUNDS OUT.jsonl`: the rounds, each run read by `parse_events`."""
+def rounds(argv: list[str], measure: Callable[[str, Path], dict[str, object]],
+           setup: Callable[[], None] = lambda: None) -> int:
+    """`SCRIPT ROUNDS OUT.jsonl`: every side once a round, in rotated
+    order, each run by `measure(side, scratch_dir)`; one JSON line a run."""
     if len(argv) != 3 or not argv[1].isdigit():
         print(f"usage: {argv[0]} ROUNDS OUT.jsonl", file=sys.stderr)
         return 2
-    ensure_tracefs()
+    setup()
     sides = list(SIDES)
     with open(argv[2], "a") as out, tempfile.TemporaryDirectory() as tmp:
         for r in range(int(argv[1])):
             order = sides[r % 3:] + sides[:r % 3]
             for side in order:
-                line = json.dumps({"round": r, **one(side, Path(tmp), parse_events)})
+                line = json.dumps({"round": r, **measure(side, Path(tmp))})
                 print(line, flush=True)
                 out.write(line + "\n")
     return 0
+
+
+def run(argv: list[str], parse_events: Callable[[str], dict[str, object]] = parse) -> int:
+    """The rounds of this diagnostic, each run's events read by `parse_events`."""
+    return rounds(argv, lambda side, tmp: one(side, tmp, parse_events), ensure_tracefs)
 
 
 if __name__ == "__main__":
