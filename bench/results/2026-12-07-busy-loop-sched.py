@@ -27,8 +27,9 @@ import subprocess
 import sys
 import tempfile
 import time
+from contextlib import contextmanager
 from pathlib import Path
-from typing import Callable
+from typing import Callable, Iterator
 
 SIDES = {"stock": ("build/stock/bin/memcached", []),
          "no_lru_maintainer": ("build/stock/bin/memcached", ["-o", "no_lru_maintainer"]),
@@ -100,9 +101,11 @@ def wait_for_port(port: int) -> None:
     raise RuntimeError(f"no server on port {port} after 10 s")
 
 
-def one(side: str, tmp: Path,
-        parse_events: Callable[[str], dict[str, object]] = parse) -> dict[str, object]:
-    """One run of `side`; `parse_events` reads its `perf script` text."""
+@contextmanager
+def serving(side: str, tmp: Path) -> Iterator[tuple[subprocess.Popen[bytes], Path]]:
+    """A run of `side` beside the busy loop: yields loadgen's process,
+    started 3 s before the measurement's first 2 s, and its report's path;
+    stops the server and the loop on exit."""
     binary, extra = SIDES[side]
     user = ["-u", "root"] if os.geteuid() == 0 else []
     loop = subprocess.Popen(["taskset", "-c", "1", "python3", "-c", BUSY_LOOP])
@@ -115,20 +118,32 @@ def one(side: str, tmp: Path,
                                 "-r", "20000", "-d", "3s", "-w", "2s", "-c", "1", *WORKLOAD,
                                 "--json", str(report)],
                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        yield gen, report
+    finally:
+        for p in (server, loop):
+            p.kill()
+            p.wait()
+
+
+def latency_us(report: Path) -> dict[str, float]:
+    """Loadgen's mean and p99, in us."""
+    latency = json.loads(report.read_text())["latency_scheduled"]
+    return {"mean_us": round(latency["mean"] / 1000, 1), "p99_us": round(latency["p99"] / 1000, 1)}
+
+
+def one(side: str, tmp: Path,
+        parse_events: Callable[[str], dict[str, object]] = parse) -> dict[str, object]:
+    """One run of `side`; `parse_events` reads its `perf script` text."""
+    with serving(side, tmp) as (gen, report):
         time.sleep(3.0)
         data = tmp / "perf.data"
         subprocess.run(["perf", "sched", "record", "-a", "-o", str(data), "--", "sleep", "2"],
                        check=True, capture_output=True, timeout=60)
         gen.wait(timeout=60)
-        latency = json.loads(report.read_text())["latency_scheduled"]
+        latency = latency_us(report)
         text = subprocess.run(["perf", "script", "-i", str(data)], check=True,
                               capture_output=True, text=True, timeout=300).stdout
-    finally:
-        for p in (server, loop):
-            p.kill()
-            p.wait()
-    return {"side": side, "mean_us": round(latency["mean"] / 1000, 1),
-            "p99_us": round(latency["p99"] / 1000, 1), **parse_events(text)}
+    return {"side": side, **latency, **parse_events(text)}
 
 
 def ensure_tracefs() -> None:

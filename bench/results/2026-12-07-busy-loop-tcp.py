@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import importlib.util
 import json
-import os
 import subprocess
 import sys
 import time
@@ -51,18 +50,7 @@ def connection_info(port: int) -> list[str]:
 
 
 def one(side: str, tmp: Path) -> dict[str, object]:
-    binary, extra = sched.SIDES[side]
-    user = ["-u", "root"] if os.geteuid() == 0 else []
-    loop = subprocess.Popen(["taskset", "-c", "1", "python3", "-c", sched.BUSY_LOOP])
-    server = subprocess.Popen(["taskset", "-c", "1", binary, "-t", "1", "-m", "8", "-U", "0",
-                               "-l", "127.0.0.1", "-p", str(sched.PORT), *user, *extra])
-    try:
-        sched.wait_for_port(sched.PORT)
-        report = tmp / "loadgen.json"
-        gen = subprocess.Popen(["taskset", "-c", "0", "bench/loadgen/loadgen", "-p", str(sched.PORT),
-                                "-r", "20000", "-d", "3s", "-w", "2s", "-c", "1", *sched.WORKLOAD,
-                                "--json", str(report)],
-                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    with sched.serving(side, tmp) as (gen, report):
         time.sleep(3.0)
         before = tcp_counters()
         time.sleep(1.0)
@@ -71,13 +59,7 @@ def one(side: str, tmp: Path) -> dict[str, object]:
         after = tcp_counters()
         gen.wait(timeout=60)
         loadgen = json.loads(report.read_text())
-    finally:
-        for p in (server, loop):
-            p.kill()
-            p.wait()
-    latency = loadgen["latency_scheduled"]
-    return {"side": side, "mean_us": round(latency["mean"] / 1000, 1),
-            "p99_us": round(latency["p99"] / 1000, 1), "counts": loadgen["counts"],
+    return {"side": side, **sched.latency_us(report), "counts": loadgen["counts"],
             "tcp_counters": {k: after[k] - before[k] for k in after if after[k] != before[k]},
             "ss": info}
 

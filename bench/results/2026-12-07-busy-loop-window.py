@@ -15,8 +15,6 @@ window full (`unacked` >= `cwnd`), and the mean unsent bytes.
 from __future__ import annotations
 
 import importlib.util
-import json
-import os
 import re
 import subprocess
 import sys
@@ -45,32 +43,16 @@ def client_socket(port: int) -> dict[str, int]:
 
 
 def one(side: str, tmp: Path) -> dict[str, object]:
-    binary, extra = sched.SIDES[side]
-    user = ["-u", "root"] if os.geteuid() == 0 else []
-    loop = subprocess.Popen(["taskset", "-c", "1", "python3", "-c", sched.BUSY_LOOP])
-    server = subprocess.Popen(["taskset", "-c", "1", binary, "-t", "1", "-m", "8", "-U", "0",
-                               "-l", "127.0.0.1", "-p", str(sched.PORT), *user, *extra])
-    try:
-        sched.wait_for_port(sched.PORT)
-        report = tmp / "loadgen.json"
-        gen = subprocess.Popen(["taskset", "-c", "0", "bench/loadgen/loadgen", "-p", str(sched.PORT),
-                                "-r", "20000", "-d", "3s", "-w", "2s", "-c", "1", *sched.WORKLOAD,
-                                "--json", str(report)],
-                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    with sched.serving(side, tmp) as (gen, report):
         time.sleep(3.0)
         snaps = []
         for _ in range(SNAPSHOTS):
             snaps.append(client_socket(sched.PORT))
             time.sleep(EVERY_S)
         gen.wait(timeout=60)
-        latency = json.loads(report.read_text())["latency_scheduled"]
-    finally:
-        for p in (server, loop):
-            p.kill()
-            p.wait()
+        latency = sched.latency_us(report)
     n = len(snaps)
-    return {"side": side, "mean_us": round(latency["mean"] / 1000, 1),
-            "p99_us": round(latency["p99"] / 1000, 1), "snapshots": n,
+    return {"side": side, **latency, "snapshots": n,
             "unsent_share": round(sum(s["notsent"] > 0 for s in snaps) / n, 3),
             "window_full_share": round(sum(s["cwnd"] > 0 and s["unacked"] >= s["cwnd"]
                                            for s in snaps) / n, 3),
