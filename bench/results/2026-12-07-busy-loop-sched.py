@@ -152,17 +152,16 @@ def ensure_tracefs() -> None:
 
 
 def rounds(argv: list[str], measure: Callable[[str, Path], dict[str, object]],
-           setup: Callable[[], None] = lambda: None) -> int:
-    """`SCRIPT ROUNDS OUT.jsonl`: every side once a round, in rotated
-    order, each run by `measure(side, scratch_dir)`; one JSON line a run."""
+           setup: Callable[[], None] = lambda: None, sides: list[str] = list(SIDES)) -> int:
+    """`SCRIPT ROUNDS OUT.jsonl`: every one of `sides` once a round, in
+    rotated order, each run by `measure(side, scratch_dir)`; one JSON line a run."""
     if len(argv) != 3 or not argv[1].isdigit():
         print(f"usage: {argv[0]} ROUNDS OUT.jsonl", file=sys.stderr)
         return 2
     setup()
-    sides = list(SIDES)
     with open(argv[2], "a") as out, tempfile.TemporaryDirectory() as tmp:
         for r in range(int(argv[1])):
-            order = sides[r % 3:] + sides[:r % 3]
+            order = sides[r % len(sides):] + sides[:r % len(sides)]
             for side in order:
                 line = json.dumps({"round": r, **measure(side, Path(tmp))})
                 print(line, flush=True)
