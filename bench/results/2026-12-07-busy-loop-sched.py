@@ -102,17 +102,22 @@ def wait_for_port(port: int) -> None:
 
 
 @contextmanager
-def serving(side: str, tmp: Path) -> Iterator[tuple[subprocess.Popen[bytes], Path]]:
-    """A run of `side` beside the busy loop: yields loadgen's process,
-    started 3 s before the measurement's first 2 s, and its report's path;
-    stops the server and the loop on exit."""
+def serving(side: str, tmp: Path, loop_nice: int = 0,
+            on_ready: Callable[[int], None] = lambda pid: None
+            ) -> Iterator[tuple[subprocess.Popen[bytes], Path]]:
+    """A run of `side` beside the busy loop (at `loop_nice`): calls
+    `on_ready(server_pid)` once the server listens, then yields loadgen's
+    process, started 3 s before the measurement's first 2 s, and its
+    report's path; stops the server and the loop on exit."""
     binary, extra = SIDES[side]
     user = ["-u", "root"] if os.geteuid() == 0 else []
-    loop = subprocess.Popen(["taskset", "-c", "1", "python3", "-c", BUSY_LOOP])
+    loop = subprocess.Popen(["nice", "-n", str(loop_nice), "taskset", "-c", "1",
+                             "python3", "-c", BUSY_LOOP])
     server = subprocess.Popen(["taskset", "-c", "1", binary, "-t", "1", "-m", "8", "-U", "0",
                                "-l", "127.0.0.1", "-p", str(PORT), *user, *extra])
     try:
         wait_for_port(PORT)
+        on_ready(server.pid)
         report = tmp / "loadgen.json"
         gen = subprocess.Popen(["taskset", "-c", "0", "bench/loadgen/loadgen", "-p", str(PORT),
                                 "-r", "20000", "-d", "3s", "-w", "2s", "-c", "1", *WORKLOAD,
