@@ -166,10 +166,10 @@ BATCH_CV2_VARIABLE = 0.25       # batch sizes vary (C² of requests per read)
 MAINTAINER_BUSY_CORES = 0.005
 GROWTH = 1.2                    # 20% more from the lower to the higher load
 # Other tasks' CPU on the server's cores that counts as an outside
-# neighbour: a tenth of a core. The amortized knob moves the maintainer's
-# work into the worker, whose own CPU then weighs against the neighbour
-# in CFS's wake-up preemption: with a busy loop on the worker's core the
-# knob raised p99 and mean at every budget (issue 29; docs/memcached.md).
+# neighbour: a tenth of a core. Beside a busy loop on the worker's core
+# every option that leaves the maintainer little to do raised p99 and
+# mean over stock's: stock's maintainer, waking about every millisecond,
+# is what lets a waiting worker in past the loop (docs/memcached.md).
 OUTSIDE_BUSY_CORES = 0.1
 
 
@@ -270,9 +270,10 @@ def lru_rule(top: RankedStage, ev: Evidence) -> Advice:
     varies = f"kernel_to_read varies most ({100 * top.share:.0f}% of the variance)"
     measured = ev.text()
     if ev.outside_cores is not None and ev.outside_cores >= OUTSIDE_BUSY_CORES:
-        return Advice("none", "", f"{varies}, but {measured}: the amortized LRU knob moves the "
-                      "maintainer's work into the worker, which then loses more wake-ups to the "
-                      "neighbour (docs/memcached.md); give the server cores of its own first")
+        return Advice("none", "", f"{varies}, but {measured}: beside a busy neighbour the "
+                      "LRU options are slower than stock, whose maintainer's wake-ups let the "
+                      "worker in past it (docs/memcached.md); give the server cores of its own "
+                      "or run the neighbour at nice 19 first")
     missing = ev.missing()
     if missing or ev.maintainer_cores is None:
         return Advice("unknown", "", f"{varies}, but {' and '.join(missing)} "

@@ -135,6 +135,7 @@ def test_the_local_profile_gives_the_advisor_its_evidence() -> None:
     beside = local_evidence(design, run | {"outside_cores": 0.8})
     advice = recommend("memcached", rank_stages(k), k, beside)
     assert advice.knob == "none" and "other tasks took 0.80 cores" in advice.reason
+    assert "run the neighbour at nice 19" in advice.reason
     # the knob already on: no maintainer thread, so not busy
     on = local_evidence(design, run | {"server_thread_cpu_s": {"mc-worker": 3.0}})
     assert on.maintainer_cores == 0.0
