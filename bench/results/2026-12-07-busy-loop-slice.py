@@ -43,18 +43,20 @@ def worker_tids(pid: int) -> list[int]:
             if (t / "comm").read_text().strip() == "mc-worker"]
 
 
+def sched_attr_call(name: str, nr: int, tid: int, *args: object) -> None:
+    if _libc.syscall(nr, tid, *args) != 0:
+        err = ctypes.get_errno()
+        raise OSError(err, f"{name}({tid}): {os.strerror(err)}")
+
+
 def set_slice(tid: int, ns: int) -> None:
     attr = ctypes.create_string_buffer(SCHED_ATTR.pack(SCHED_ATTR.size, 0, 0, 0, 0, ns, 0, 0, 0, 0))
-    if _libc.syscall(SYS_SCHED_SETATTR, tid, attr, 0) != 0:
-        err = ctypes.get_errno()
-        raise OSError(err, f"sched_setattr({tid}): {os.strerror(err)}")
+    sched_attr_call("sched_setattr", SYS_SCHED_SETATTR, tid, attr, 0)
 
 
 def get_slice(tid: int) -> int:
     attr = ctypes.create_string_buffer(SCHED_ATTR.size)
-    if _libc.syscall(SYS_SCHED_GETATTR, tid, attr, SCHED_ATTR.size, 0) != 0:
-        err = ctypes.get_errno()
-        raise OSError(err, f"sched_getattr({tid}): {os.strerror(err)}")
+    sched_attr_call("sched_getattr", SYS_SCHED_GETATTR, tid, attr, SCHED_ATTR.size, 0)
     return int(SCHED_ATTR.unpack(attr.raw)[5])
 
 
